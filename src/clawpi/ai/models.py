@@ -129,13 +129,20 @@ def model_cost_from_dict(data: dict[str, Any]) -> ModelCost:
 
 @functools.cache
 def _catalog() -> dict[str, dict[str, Model]]:
-    raw = orjson.loads(resources.files("clawpi.ai.data").joinpath("models.json").read_bytes())
+    """Every `models*.json` data file, each `{"providers": {name: [model, ...]}}`."""
     catalog: dict[str, dict[str, Model]] = {}
-    for provider, entries in raw["providers"].items():
-        models = catalog.setdefault(provider, {})
-        for entry in entries:
-            model = Model.from_dict(entry, provider=provider)
-            models[model.id] = model
+    data = resources.files("clawpi.ai.data")
+    files = sorted(
+        (f for f in data.iterdir() if f.name.startswith("models") and f.name.endswith(".json")),
+        key=lambda f: f.name,
+    )
+    for file in files:
+        raw = orjson.loads(file.read_bytes())
+        for provider, entries in raw.get("providers", {}).items():
+            models = catalog.setdefault(provider, {})
+            for entry in entries:
+                model = Model.from_dict(entry, provider=provider)
+                models[model.id] = model
     return catalog
 
 
