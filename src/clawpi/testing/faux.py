@@ -148,15 +148,19 @@ class _ScriptedBase:
             raise response.raise_error
         events = _events(builder, response, chunk)
         emitted = 0
-        async for event in events:
-            if budget is not None and emitted >= budget:
-                if response.raise_error is not None:
-                    raise response.raise_error
+        while budget is None or emitted < budget:
+            # the budget is checked before the next event is built: building mutates `partial`
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
                 break
             if delay:
                 await asyncio.sleep(delay)
             emitted += 1
             yield event
+        else:
+            if response.raise_error is not None:
+                raise response.raise_error
         _fill_usage(builder, context, response)
         if response.error is not None:
             yield builder.error(response.error)
