@@ -1,0 +1,230 @@
+"""What the model sees of a session: the root-to-leaf path resolved into messages.
+
+Follows pi's `buildSessionContext`: only the latest compaction on the path matters (its summary,
+then the kept entries from `firstKeptEntryId`, then everything after it); branch summaries and
+custom messages become messages; model and thinking level come from the path. `convert_to_llm`
+then turns pi's extra message roles into plain user messages with pi's exact wording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from clawpi.session.entries import Entry
+
+COMPACTION_SUMMARY_PREFIX: Final = (
+    "The conversation history before this point was compacted into the following summary:"
+    "\n\n<summary>\n"
+)
+COMPACTION_SUMMARY_SUFFIX: Final = "\n</summary>"
+BRANCH_SUMMARY_PREFIX: Final = (
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+)
+BRANCH_SUMMARY_SUFFIX: Final = "</summary>"
+DEFAULT_THINKING_LEVEL: Final = "off"
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """The resolved context at a leaf.
+
+    `messages` are model-ready (user/assistant/toolResult only); `agent_messages` are pi's
+    intermediate list (with `compactionSummary`, `branchSummary`, `custom`, `bashExecution`
+    roles) for code that renders a transcript. `model` is `{"provider", "modelId"}` or None.
+    """
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    agent_messages: list[dict[str, Any]] = field(default_factory=list)
+    thinking_level: str = DEFAULT_THINKING_LEVEL
+    model: dict[str, Any] | None = None
+
+
+class _Unset:
+    pass
+
+
+UNSET: Final = _Unset()
+"""Marks "no leaf given" (use the last entry), as opposed to None (the empty position)."""
+
+
+def iso_to_ms(value: object) -> int | None:
+    """JavaScript's `new Date(iso).getTime()` for the ISO strings pi writes; None if invalid."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    delta = parsed - _EPOCH
+    return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
+
+
+def get_path(by_id: Mapping[str, Entry], leaf: Entry) -> list[Entry]:
+    """Root-first path to `leaf`; a parent cycle in a damaged file stops the walk, never hangs."""
+    path = [leaf]
+    get = by_id.get
+    limit = len(by_id)
+    parent_id = leaf.get("parentId")
+    while parent_id is not None:
+        current = get(parent_id)
+        if current is None or len(path) > limit:
+            break
+        path.append(current)
+        parent_id = current.get("parentId")
+    path.reverse()
+    return path
+
+
+def build_session_context(
+    entries: Sequence[Entry],
+    leaf_id: str | _Unset | None = UNSET,
+    by_id: Mapping[str, Entry] | None = None,
+) -> SessionContext:
+    """The context at `leaf_id` (None: empty; unknown or not given: the last entry)."""
+    if leaf_id is None:
+        return SessionContext()
+    if by_id is None:
+        by_id = {entry.get("id"): entry for entry in entries}  # type: ignore[misc]
+    leaf = by_id.get(leaf_id) if isinstance(leaf_id, str) else None
+    if leaf is None:
+        if not entries:
+            return SessionContext()
+        leaf = entries[-1]
+    path = get_path(by_id, leaf)
+
+    thinking_level: Any = DEFAULT_THINKING_LEVEL
+    model: dict[str, Any] | None = None
+    compaction_index = -1
+    for index, entry in enumerate(path):
+        kind = entry.get("type")
+        if kind == "message":
+            message = entry.get("message")
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                model = {"provider": message.get("provider"), "modelId": message.get("model")}
+        elif kind == "thinking_level_change":
+            thinking_level = entry.get("thinkingLevel")
+        elif kind == "model_change":
+            model = {"provider": entry.get("provider"), "modelId": entry.get("modelId")}
+        elif kind == "compaction":
+            compaction_index = index
+
+    agent_messages: list[dict[str, Any]] = []
+    if compaction_index < 0:
+        _collect(path, agent_messages)
+    else:
+        compaction = path[compaction_index]
+        agent_messages.append(
+            {
+                "role": "compactionSummary",
+                "summary": compaction.get("summary"),
+                "tokensBefore": compaction.get("tokensBefore"),
+                "timestamp": iso_to_ms(compaction.get("timestamp")),
+            }
+        )
+        first_kept = compaction.get("firstKeptEntryId")
+        start = compaction_index
+        for index in range(compaction_index):
+            if path[index].get("id") == first_kept:
+                start = index
+                break
+        _collect(path[start:compaction_index], agent_messages)
+        _collect(path[compaction_index + 1 :], agent_messages)
+    return SessionContext(
+        messages=convert_to_llm(agent_messages),
+        agent_messages=agent_messages,
+        thinking_level=thinking_level,
+        model=model,
+    )
+
+
+def _collect(entries: Sequence[Entry], out: list[dict[str, Any]]) -> None:
+    append = out.append
+    for entry in entries:
+        kind = entry.get("type")
+        if kind == "message":
+            message = entry.get("message")
+            if isinstance(message, dict):
+                append(message)
+        elif kind == "custom_message":
+            append(custom_message_from_entry(entry))
+        elif kind == "branch_summary" and entry.get("summary"):
+            append(
+                {
+                    "role": "branchSummary",
+                    "summary": entry.get("summary"),
+                    "fromId": entry.get("fromId"),
+                    "timestamp": iso_to_ms(entry.get("timestamp")),
+                }
+            )
+
+
+def custom_message_from_entry(entry: Entry) -> dict[str, Any]:
+    """A `custom_message` entry as pi's in-memory `custom` message (timestamp = entry time)."""
+    message: dict[str, Any] = {
+        "role": "custom",
+        "customType": entry.get("customType"),
+        "content": entry.get("content"),
+        "display": entry.get("display"),
+    }
+    if "details" in entry:
+        message["details"] = entry["details"]
+    message["timestamp"] = iso_to_ms(entry.get("timestamp"))
+    return message
+
+
+def bash_execution_to_text(message: Mapping[str, Any]) -> str:
+    """A user `!command` run as the text the model reads (pi's wording)."""
+    text = f"Ran `{message.get('command')}`\n"
+    output = message.get("output")
+    text += f"```\n{output}\n```" if output else "(no output)"
+    exit_code = message.get("exitCode")
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif exit_code is not None and exit_code != 0:
+        text += f"\n\nCommand exited with code {_js_number(exit_code)}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {message.get('fullOutputPath')}]"
+    return text
+
+
+def _js_number(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _text_message(text: str, timestamp: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
+
+
+def convert_to_llm(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """pi's `convertToLlm`: extra roles become user messages; unknown roles are left out."""
+    out: list[dict[str, Any]] = []
+    append = out.append
+    for message in messages:
+        role = message.get("role")
+        if role == "user" or role == "assistant" or role == "toolResult":
+            append(message)  # type: ignore[arg-type]
+        elif role == "custom":
+            content = message.get("content")
+            if isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            append({"role": "user", "content": content, "timestamp": message.get("timestamp")})
+        elif role == "compactionSummary":
+            text = (
+                COMPACTION_SUMMARY_PREFIX + str(message.get("summary")) + COMPACTION_SUMMARY_SUFFIX
+            )
+            append(_text_message(text, message.get("timestamp")))
+        elif role == "branchSummary":
+            text = BRANCH_SUMMARY_PREFIX + str(message.get("summary")) + BRANCH_SUMMARY_SUFFIX
+            append(_text_message(text, message.get("timestamp")))
+        elif role == "bashExecution" and not message.get("excludeFromContext"):
+            append(_text_message(bash_execution_to_text(message), message.get("timestamp")))
+    return out

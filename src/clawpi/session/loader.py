@@ -1,0 +1,124 @@
+"""Reading a session file into entries: the hot path of opening a session.
+
+One `read`, one `split`, one `orjson.loads` per line with the garbage collector paused (the
+parsed dicts are all long-lived, so collection passes during the load are pure overhead).
+Blank lines are ignored; a malformed line never stops the load: it is reported so the caller
+can repair the file before writing to it.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from clawpi.session.codec import loads_line
+from clawpi.session.entries import Entry, is_header
+
+
+@dataclass(slots=True)
+class ParsedFile:
+    """Every parsed line in file order (header included) and the damage found on the way."""
+
+    lines: list[Entry] = field(default_factory=list)
+    malformed: int = 0
+    ends_with_newline: bool = True
+    size: int = 0
+    inode: int = 0
+
+    @property
+    def header(self) -> Entry | None:
+        return self.lines[0] if self.lines and is_header(self.lines[0]) else None
+
+    @property
+    def damaged(self) -> bool:
+        return self.malformed > 0 or not self.ends_with_newline
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector while building many long-lived objects."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def parse_lines(data: bytes, result: ParsedFile) -> None:
+    """Parse JSONL bytes into `result.lines`, counting lines that are not JSON objects."""
+    loads = orjson.loads
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    with gc_paused():
+        try:
+            parsed = [loads(line) for line in lines]
+        except orjson.JSONDecodeError:
+            parsed = _parse_tolerant(lines, result)
+        else:
+            for value in parsed:
+                if type(value) is not dict:
+                    parsed = [value for value in parsed if type(value) is dict]
+                    result.malformed += len(lines) - len(parsed)
+                    break
+    result.lines.extend(parsed)
+
+
+def _parse_tolerant(lines: list[bytes], result: ParsedFile) -> list[Entry]:
+    loads = loads_line
+    parsed: list[Entry] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            value = loads(line)
+        except ValueError:
+            result.malformed += 1
+            continue
+        if type(value) is dict:
+            parsed.append(value)
+        else:
+            result.malformed += 1
+    return parsed
+
+
+def read_session_file(path: str | os.PathLike[str]) -> ParsedFile:
+    """Parse a whole file; a missing file gives an empty result."""
+    result = ParsedFile()
+    try:
+        with open(path, "rb") as handle:
+            stat = os.fstat(handle.fileno())
+            data = handle.read()
+    except FileNotFoundError:
+        return result
+    result.size = len(data)
+    result.inode = stat.st_ino
+    result.ends_with_newline = not data or data.endswith(b"\n")
+    parse_lines(data, result)
+    return result
+
+
+def read_header(path: str | os.PathLike[str]) -> Entry | None:
+    """The header of a session file from its first line only; None if it has none."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(1 << 20)
+    except OSError:
+        return None
+    try:
+        value = loads_line(first)
+    except ValueError:
+        return None
+    return value if is_header(value) else None
+
+
+def is_valid_session_file(path: Path) -> bool:
+    return read_header(path) is not None
