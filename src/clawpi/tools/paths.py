@@ -1,0 +1,179 @@
+"""Workspace path rules: how a model's path becomes a real file, and when it is refused.
+
+Every check runs on the resolved real path (symlinks, `..`, `/proc/self/...` all followed), and
+files are then opened with O_NOFOLLOW and re-checked through /proc/self/fd, so a symlink swapped
+in between the check and the open cannot lead outside either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import stat
+
+from clawpi.tools.errors import PathEscapeError, ToolError, UnsafePathError
+
+PATH_MAX_BYTES = 4096
+NAME_MAX_BYTES = 255
+
+_UNICODE_SPACES = dict.fromkeys([0x00A0, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000], " ")
+_FILE_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def expand_path(raw: str, cwd: str | os.PathLike[str]) -> str:
+    """pi's rules: one leading `@` dropped, Unicode spaces made plain, `~` expanded, relative
+    paths taken from `cwd`."""
+    path = raw[1:] if raw.startswith("@") else raw
+    path = path.translate(_UNICODE_SPACES)
+    if path == "~" or path.startswith("~/"):
+        path = os.path.expanduser(path)
+    if not os.path.isabs(path):
+        path = os.path.join(os.fspath(cwd), path)
+    return os.path.normpath(path) if path.startswith("//") else path
+
+
+def check_path_text(raw: str) -> None:
+    """Refuse paths no filesystem call should see: NUL bytes, over-long paths or names."""
+    if "\x00" in raw:
+        raise UnsafePathError(
+            f"Path {raw!r} contains a NUL byte; paths cannot contain NUL characters."
+        )
+    size = len(raw.encode("utf-8", "surrogateescape"))
+    if size > PATH_MAX_BYTES:
+        raise UnsafePathError(
+            f"Path is {size} bytes long; the limit is {PATH_MAX_BYTES} bytes. Use a shorter path."
+        )
+    for part in raw.split("/"):
+        if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
+            raise UnsafePathError(
+                f"A path component of {raw[:80]!r}... is longer than {NAME_MAX_BYTES} bytes; "
+                "no file can have such a name."
+            )
+
+
+def is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Workspace:
+    """Where the tools work, and whether they are confined to it.
+
+    `confined` is on with `workspace_only` or the sandbox; `read_only` drops write and edit.
+    """
+
+    root: str
+    cwd: str
+    confined: bool = False
+    read_only: bool = False
+    # Exact files outside the root that confined tools may still read: the full-output logs
+    # this tool set's exec wrote.
+    readable_files: set[str] = dataclasses.field(default_factory=set, compare=False)
+
+    @classmethod
+    def create(
+        cls, root: str | os.PathLike[str], *, confined: bool = False, read_only: bool = False
+    ) -> Workspace:
+        real = os.path.realpath(os.fspath(root))
+        if not os.path.isdir(real):
+            raise ToolError(f"Workspace directory does not exist: {os.fspath(root)}")
+        return cls(root=real, cwd=real, confined=confined, read_only=read_only)
+
+    def resolve(self, raw: str, *, label: str = "path", for_write: bool = False) -> str:
+        """The real absolute path for `raw`; refused if confined and it lands outside."""
+        if not isinstance(raw, str) or not raw.strip():
+            raise ToolError(f"The {label} parameter must be a non-empty string.")
+        check_path_text(raw)
+        absolute = expand_path(raw, self.cwd)
+        try:
+            real = os.path.realpath(absolute)
+        except (OSError, ValueError) as exc:
+            raise UnsafePathError(f"Cannot resolve path {raw!r}: {exc}") from exc
+        self.check_inside(real, raw, for_write=for_write)
+        return real
+
+    def check_inside(self, real: str, raw: str, *, for_write: bool = False) -> None:
+        if not self.confined or is_within(real, self.root):
+            return
+        if not for_write and real in self.readable_files:
+            return
+        raise PathEscapeError(
+            f"Path {raw!r} resolves to {real}, which is outside the workspace {self.root}. "
+            "Tools are confined to the workspace; use a path inside it."
+        )
+
+    def relative(self, real: str) -> str:
+        return os.path.relpath(real, self.root) if is_within(real, self.root) else real
+
+    def open_file(self, real: str, raw: str, flags: int, mode: int = 0o666) -> int:
+        """Open a regular file without following a final symlink; re-check where it landed."""
+        try:
+            fd = os.open(real, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
+        except FileNotFoundError:
+            raise ToolError(f"File not found: {raw}") from None
+        except IsADirectoryError:
+            raise ToolError(f"{raw} is a directory, not a file.") from None
+        except PermissionError:
+            raise ToolError(f"Permission denied: {raw}") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise PathEscapeError(
+                    f"Path {raw!r} became a symbolic link while it was being opened; refused."
+                ) from None
+            if exc.errno == errno.ENXIO:
+                raise UnsafePathError(
+                    f"{raw} is a socket or pipe without a reader, not a regular file."
+                ) from None
+            raise ToolError(f"Cannot open {raw}: {exc.strerror}") from None
+        try:
+            self._check_open_file(fd, raw, bool(flags & (os.O_WRONLY | os.O_RDWR)))
+        except BaseException:
+            os.close(fd)
+            raise
+        os.set_blocking(fd, True)
+        return fd
+
+    def _check_open_file(self, fd: int, raw: str, for_write: bool) -> None:
+        info = os.fstat(fd)
+        check_regular(info, raw)
+        if not self.confined:
+            return
+        landed = os.readlink(f"/proc/self/fd/{fd}")
+        self.check_inside(landed, raw, for_write=for_write)
+        if info.st_nlink > 1:
+            raise UnsafePathError(
+                f"{raw} has {info.st_nlink} hard links. A hard-linked file may be shared with a "
+                "path outside the workspace, so confined tools refuse it; copy the file instead."
+            )
+
+
+def check_regular(info: os.stat_result, raw: str) -> None:
+    for predicate, kind in _FILE_KINDS:
+        if predicate(info.st_mode):
+            raise UnsafePathError(f"{raw} is {kind}, not a regular file; refused.")
+
+
+def ensure_parent_dirs(workspace: Workspace, real: str, raw: str) -> None:
+    """`mkdir -p` of the parent, re-checking each created directory stays inside."""
+    parent = os.path.dirname(real)
+    missing: list[str] = []
+    while parent and not os.path.exists(parent):
+        missing.append(parent)
+        parent = os.path.dirname(parent)
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ToolError(
+                f"Cannot create directory {directory} for {raw}: {exc.strerror}"
+            ) from None
+        workspace.check_inside(os.path.realpath(directory), raw, for_write=True)
