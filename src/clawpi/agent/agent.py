@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeAlias
 
 from clawpi.agent.config import (
+    TOOL_ABORT_GRACE_SECONDS,
     AfterToolCall,
     AgentContext,
     AgentLoopConfig,
@@ -97,6 +98,7 @@ class Agent:
         stream_fn: StreamFn = stream,
         stream_options: StreamOptions | None = None,
         session_id: str | None = None,
+        tool_abort_grace: float = TOOL_ABORT_GRACE_SECONDS,
     ) -> None:
         if tool_execution not in ("parallel", "sequential"):
             raise ValueError(
@@ -118,6 +120,7 @@ class Agent:
         self.stream_fn = stream_fn
         self.stream_options = stream_options or StreamOptions()
         self.session_id = session_id
+        self.tool_abort_grace = tool_abort_grace
         self._steering = MessageQueue(steering_mode)
         self._follow_up = MessageQueue(follow_up_mode)
         self._listeners: list[AgentListener] = []
@@ -261,6 +264,7 @@ class Agent:
             before_tool_call=self.before_tool_call,
             after_tool_call=self.after_tool_call,
             stream_fn=self.stream_fn,
+            tool_abort_grace=self.tool_abort_grace,
         )
 
     async def _run(self, prompts: list[AgentMessage] | None, *, poll_steering_first: bool) -> None:

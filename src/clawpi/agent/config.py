@@ -25,6 +25,8 @@ ToolExecutionMode: TypeAlias = Literal["parallel", "sequential"]
 QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
 
 LLM_ROLES = frozenset(("user", "assistant", "toolResult"))
+TOOL_ABORT_GRACE_SECONDS = 2.0
+"""How long a tool may take to wind down after the abort signal before it is cancelled."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -115,3 +117,5 @@ class AgentLoopConfig:
     before_tool_call: BeforeToolCall | None = None
     after_tool_call: AfterToolCall | None = None
     stream_fn: StreamFn = stream
+    tool_abort_grace: float = TOOL_ABORT_GRACE_SECONDS
+    """Seconds a tool gets to stop on its own after an abort before its task is cancelled."""

@@ -32,8 +32,6 @@ Emit = Callable[[AgentEvent], Awaitable[None]]
 SKIPPED_MESSAGE = "Skipped due to queued user message."
 ABORTED_MESSAGE = "Operation aborted"
 BLOCKED_MESSAGE = "Tool execution was blocked"
-ABORT_GRACE_SECONDS = 2.0
-"""How long a tool may take to wind down after the abort signal before it is cancelled."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -238,7 +236,7 @@ class _Batch:
         timer: list[asyncio.TimerHandle] = []
 
         def on_abort() -> None:
-            timer.append(loop.call_later(ABORT_GRACE_SECONDS, _cancel_all, tasks))
+            timer.append(loop.call_later(self.config.tool_abort_grace, _cancel_all, tasks))
 
         remove = signal.add_listener(on_abort)
 

@@ -203,17 +203,31 @@ def _resolve(root: Mapping[str, Any], ref: str) -> Any:
     return node
 
 
-def _branch_for(value: Any, branches: Sequence[Any]) -> Any:
+def _branch_type(branch: Any, root: Mapping[str, Any]) -> Any:
+    """The `type` a branch declares, looking through a local `$ref`; None when untyped."""
+    if not isinstance(branch, Mapping):
+        return None
+    if "type" in branch:
+        return branch["type"]
+    ref = branch.get("$ref")
+    if isinstance(ref, str):
+        target = _resolve(root, ref)
+        if isinstance(target, Mapping):
+            return target.get("type")
+    return None
+
+
+def _branch_for(value: Any, branches: Sequence[Any], root: Mapping[str, Any]) -> Any:
     """The anyOf/oneOf branch coercion should follow: a type match first, else a coercible one."""
-    typed = [b for b in branches if isinstance(b, Mapping) and "type" in b]
-    for branch in typed:
-        kinds = branch["type"] if isinstance(branch["type"], list) else [branch["type"]]
+    typed = [(b, t) for b in branches if (t := _branch_type(b, root)) is not None]
+    for branch, types in typed:
+        kinds = types if isinstance(types, list) else [types]
         if any(_matches(value, kind) for kind in kinds):
             return branch
-    if any(isinstance(b, Mapping) and "type" not in b for b in branches):
-        return None  # an untyped branch (a $ref, an enum) may accept the value as it is
-    for branch in typed:
-        if _coerce_type(value, branch["type"]) is not value:
+    if len(typed) < len(branches):
+        return None  # an untyped branch (an enum, a const) may accept the value as it is
+    for branch, types in typed:
+        if _coerce_type(value, types) is not value:
             return branch
     return None
 
@@ -257,7 +271,7 @@ def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> Any
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
         if isinstance(branches, list):
-            branch = _branch_for(value, branches)
+            branch = _branch_for(value, branches, root)
             if branch is not None:
                 value = _coerce(value, branch, root, depth + 1)
     return value
@@ -284,9 +298,18 @@ def _path(error: ValidationError) -> str:
     return "/".join(str(part) for part in error.absolute_path)
 
 
+_KEYWORD_RANK = {"type": 0, "required": 1, "additionalProperties": 2}
+"""AJV checks a type, then required, then extra properties, then the properties themselves."""
+
+
+def _rank(error: ValidationError) -> int:
+    path = error.relative_schema_path
+    return _KEYWORD_RANK.get(str(path[0]), 3) if path else 3
+
+
 def _error_lines(errors: Iterable[ValidationError]) -> list[str]:
     lines: list[str] = []
-    for error in errors:
+    for error in sorted(errors, key=_rank):
         _explain(error, lines)
     return lines
 
