@@ -74,12 +74,17 @@ def pi_node_dir() -> Path | None:
 
 
 def read_with_pi(file: Path, pi_dir: Path) -> dict[str, Any]:
+    return read_many_with_pi([file], pi_dir)[0]
+
+
+def read_many_with_pi(files: list[Path], pi_dir: Path) -> list[dict[str, Any]]:
+    """What pi computes for each file, from one node process."""
     done = subprocess.run(
-        ["node", str(INTEROP_DIR / "read_with_pi.mjs"), str(file)],
+        ["node", str(INTEROP_DIR / "read_with_pi.mjs"), *map(str, files)],
         env={**os.environ, "CLAWPI_PI_NODE_DIR": str(pi_dir)},
         capture_output=True,
         check=True,
         timeout=60,
     )
-    result: dict[str, Any] = orjson.loads(done.stdout)
+    result: list[dict[str, Any]] = orjson.loads(done.stdout)
     return result

@@ -3,11 +3,15 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
+// pi's session manager and message conversion modules, loaded directly: the package index
+// pulls in every provider SDK and takes seconds to import, these two take milliseconds.
 export async function loadPi() {
   const dir = process.env.CLAWPI_PI_NODE_DIR;
   if (!dir) throw new Error("set CLAWPI_PI_NODE_DIR to a directory where @mariozechner/pi-coding-agent is installed");
-  const entry = join(dir, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "index.js");
-  return import(pathToFileURL(entry).href);
+  const core = join(dir, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "core");
+  const sessions = await import(pathToFileURL(join(core, "session-manager.js")).href);
+  const messages = await import(pathToFileURL(join(core, "messages.js")).href);
+  return { ...sessions, convertToLlm: messages.convertToLlm };
 }
 
 function treeOf(nodes) {
