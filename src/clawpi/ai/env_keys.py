@@ -21,6 +21,7 @@ PROVIDER_ENV_VARS: Mapping[str, tuple[str, ...]] = {
     "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
     "zai": ("ZAI_API_KEY",),
     "mistral": ("MISTRAL_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
     "minimax": ("MINIMAX_API_KEY",),
     "minimax-cn": ("MINIMAX_CN_API_KEY",),
     "huggingface": ("HF_TOKEN",),
