@@ -51,7 +51,7 @@ def _encode(image: Image.Image, fmt: str, quality: int | None = None) -> bytes:
         image = image.convert("RGB")
         image.save(out, format="JPEG", quality=quality or 85)
     else:
-        image.save(out, format="PNG", optimize=True)
+        image.save(out, format="PNG")
     return out.getvalue()
 
 
@@ -68,15 +68,23 @@ def prepare_image(data: bytes, mime_type: str, *, auto_resize: bool = True) -> P
     size = image.size
     if size[0] <= MAX_IMAGE_SIDE and size[1] <= MAX_IMAGE_SIDE and len(data) <= MAX_IMAGE_BYTES:
         return PreparedImage(base64.b64encode(data).decode("ascii"), mime_type, size, size)
+    resized = image
+    target = size
     for scale in _SCALES:
         factor = min(1.0, MAX_IMAGE_SIDE / max(size)) * scale
         target = (max(1, round(size[0] * factor)), max(1, round(size[1] * factor)))
         resized = image.resize(target, Image.Resampling.LANCZOS) if target != size else image
-        candidates = [("image/png", _encode(resized, "PNG"))]
-        candidates += [("image/jpeg", _encode(resized, "JPEG", q)) for q in _JPEG_QUALITIES]
-        fitting = [c for c in candidates if len(c[1]) <= MAX_IMAGE_BYTES]
-        if fitting:
-            mime, encoded = min(fitting, key=lambda c: len(c[1])) if scale < 1.0 else fitting[0]
-            return PreparedImage(base64.b64encode(encoded).decode("ascii"), mime, size, target)
-    mime, encoded = "image/jpeg", _encode(resized, "JPEG", _JPEG_QUALITIES[-1])
-    return PreparedImage(base64.b64encode(encoded).decode("ascii"), mime, size, target)
+        # The smaller of PNG and JPEG first, then lower JPEG qualities, then smaller sizes.
+        first = min(
+            [("image/png", _encode(resized, "PNG")), ("image/jpeg", _encode(resized, "JPEG", 85))],
+            key=lambda c: len(c[1]),
+        )
+        if len(first[1]) <= MAX_IMAGE_BYTES:
+            return PreparedImage(base64.b64encode(first[1]).decode("ascii"), first[0], size, target)
+        for quality in _JPEG_QUALITIES[1:]:
+            encoded = _encode(resized, "JPEG", quality)
+            if len(encoded) <= MAX_IMAGE_BYTES:
+                data64 = base64.b64encode(encoded).decode("ascii")
+                return PreparedImage(data64, "image/jpeg", size, target)
+    encoded = _encode(resized, "JPEG", _JPEG_QUALITIES[-1])
+    return PreparedImage(base64.b64encode(encoded).decode("ascii"), "image/jpeg", size, target)

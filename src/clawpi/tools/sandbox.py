@@ -2,7 +2,8 @@
 
 Inside: the host's system directories read-only, the workspace bound at its own path, a
 private /tmp, fresh /proc and /dev, new namespaces for everything (network too unless
-allowed), a minimal environment (no API keys leak in), and the sandbox dies with its parent.
+allowed), no capabilities, a read-only root, a minimal environment (no API keys leak in), and
+the sandbox dies with its parent.
 If bwrap cannot run, sandbox mode refuses to start: commands never run unsandboxed by surprise.
 """
 
@@ -58,6 +59,16 @@ def _system_mounts() -> list[str]:
     return args
 
 
+def _ancestors_under_tmp(path: str) -> list[str]:
+    found = []
+    parent = os.path.dirname(path)
+    while parent not in ("/", "/tmp", ""):
+        if parent.startswith("/tmp/"):
+            found.append(parent)
+        parent = os.path.dirname(parent)
+    return found
+
+
 class Sandbox:
     """Builds the bwrap command line for one workspace; `check()` proves bwrap works here."""
 
@@ -109,7 +120,8 @@ class Sandbox:
     def wrap(
         self, argv: list[str], workdir: str, env: Mapping[str, str] | None = None
     ) -> list[str]:
-        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        args = [self.bwrap, "--unshare-all", "--unshare-user", "--cap-drop", "ALL"]
+        args += ["--die-with-parent", "--new-session"]
         if self.config.network:
             args.append("--share-net")
         args += _system_mounts()
