@@ -103,7 +103,7 @@ async def test_read_refuses_binary_files_clearly(read, workspace: Path) -> None:
 
 
 async def test_read_missing_file_names_the_path(read) -> None:
-    with pytest.raises(ToolError, match="File not found: nope.txt"):
+    with pytest.raises(ToolError, match=r"File not found: nope\.txt"):
         await read.execute("c1", {"path": "nope.txt"})
 
 

@@ -136,7 +136,7 @@ async def test_edit_identical_replacement_is_an_error(tools, workspace: Path) ->
 
 
 async def test_edit_missing_file_is_file_not_found(tools) -> None:
-    with pytest.raises(ToolError, match="File not found: gone.txt"):
+    with pytest.raises(ToolError, match=r"File not found: gone\.txt"):
         await tools["edit"].execute("c", {"path": "gone.txt", "oldText": "a", "newText": "b"})
 
 
