@@ -1,0 +1,55 @@
+"""Prewarm and the open-manager cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clawpi.session import SessionManager, SessionManagerCache, prewarm_session_file
+from clawpi.session.cache import cache_ttl_ms
+
+
+def _session(tmp_path: Path) -> Path:
+    sm = SessionManager.create("/p", tmp_path)
+    sm.append_message({"role": "assistant", "content": [], "stopReason": "stop", "timestamp": 1})
+    assert sm.session_file is not None
+    return sm.session_file
+
+
+def test_ttl_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAWPI_SESSION_CACHE_TTL_MS", raising=False)
+    assert cache_ttl_ms() == 45_000
+    monkeypatch.setenv("CLAWPI_SESSION_CACHE_TTL_MS", "1500")
+    assert cache_ttl_ms() == 1500
+    monkeypatch.setenv("CLAWPI_SESSION_CACHE_TTL_MS", "soon")
+    assert cache_ttl_ms() == 45_000
+
+
+def test_prewarm_reads_once_per_ttl(tmp_path: Path) -> None:
+    file = _session(tmp_path)
+    assert prewarm_session_file(file, ttl_ms=60_000)
+    assert not prewarm_session_file(file, ttl_ms=60_000)
+    assert prewarm_session_file(file, ttl_ms=0)
+    assert not prewarm_session_file(tmp_path / "missing.jsonl", ttl_ms=0)
+
+
+def test_cache_reuses_the_open_manager_until_the_file_changes_elsewhere(tmp_path: Path) -> None:
+    file = _session(tmp_path)
+    cache = SessionManagerCache(ttl_ms=60_000)
+    first = cache.get(file)
+    first.append_message({"role": "user", "content": "own append", "timestamp": 2})
+    assert cache.get(file) is first  # its own writes keep it valid
+    other = SessionManager.open(file)
+    other.append_message({"role": "user", "content": "someone else", "timestamp": 3})
+    fresh = cache.get(file)
+    assert fresh is not first
+    assert fresh.get_entries()[-1]["message"]["content"] == "someone else"
+
+
+def test_zero_ttl_disables_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    file = _session(tmp_path)
+    monkeypatch.setenv("CLAWPI_SESSION_CACHE_TTL_MS", "0")
+    cache = SessionManagerCache()
+    assert cache.get(file) is not cache.get(file)
+    assert cache.prune() == 0

@@ -1,0 +1,78 @@
+"""Damaged files are repaired before use: nothing valid is lost, the original is kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from clawpi.session import SessionManager, repair_session_file
+from clawpi.session.repair import STREAM_ERROR_FALLBACK_TEXT
+
+HEADER = b'{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}'
+USER = b'{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}'
+ASSISTANT = b'{"type":"message","id":"a2","parentId":"a1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"yo"}],"provider":"p","model":"m","stopReason":"stop","timestamp":2}}'
+
+
+def test_garbage_line_is_dropped_with_a_backup_and_report(tmp_path: Path) -> None:
+    file = tmp_path / "s.jsonl"
+    original = HEADER + b"\n" + USER + b"\n{not json\n" + ASSISTANT + b"\n"
+    file.write_bytes(original)
+    report = repair_session_file(file)
+    assert report.repaired and report.dropped_lines == 1
+    assert report.dropped[0].line_number == 3 and report.dropped[0].preview == "{not json"
+    assert file.read_bytes() == HEADER + b"\n" + USER + b"\n" + ASSISTANT + b"\n"
+    assert report.backup_path is not None and report.backup_path.read_bytes() == original
+    assert report.backup_path.name.startswith("s.jsonl.bak-")
+    assert "dropped 1 malformed line(s)" in report.summary()
+
+
+def test_torn_last_line_is_removed_on_open(tmp_path: Path) -> None:
+    file = tmp_path / "s.jsonl"
+    file.write_bytes(HEADER + b"\n" + USER + b"\n" + ASSISTANT + b"\n" + ASSISTANT[:40])
+    sm = SessionManager.open(file)
+    assert sm.repair_report is not None and sm.repair_report.dropped_lines == 1
+    assert [e["id"] for e in sm.get_entries()] == ["a1", "a2"]
+    new_id = sm.append_message({"role": "user", "content": "next", "timestamp": 3})
+    lines = file.read_bytes().splitlines()
+    assert [orjson.loads(line)["id"] for line in lines[1:]] == ["a1", "a2", new_id]
+
+
+def test_errored_empty_assistant_gets_placeholder_content(tmp_path: Path) -> None:
+    file = tmp_path / "s.jsonl"
+    broken = ASSISTANT.replace(b'[{"type":"text","text":"yo"}]', b"[]").replace(
+        b'"stop"', b'"error"'
+    )
+    file.write_bytes(HEADER + b"\n" + USER + b"\n" + broken + b"\n")
+    report = repair_session_file(file)
+    assert report.repaired and report.rewritten_assistant_messages == 1
+    entry = orjson.loads(file.read_bytes().splitlines()[2])
+    assert entry["message"]["content"] == [{"type": "text", "text": STREAM_ERROR_FALLBACK_TEXT}]
+
+
+def test_clean_file_is_left_untouched(tmp_path: Path) -> None:
+    file = tmp_path / "s.jsonl"
+    file.write_bytes(HEADER + b"\n" + USER + b"\n")
+    report = repair_session_file(file)
+    assert not report.repaired and report.backup_path is None
+    assert list(tmp_path.glob("*.bak-*")) == []
+
+
+def test_missing_file_and_invalid_header_are_not_repaired(tmp_path: Path) -> None:
+    assert repair_session_file(tmp_path / "nope.jsonl").reason == "missing session file"
+    file = tmp_path / "s.jsonl"
+    file.write_bytes(USER + b"\n{bad\n")
+    report = repair_session_file(file)
+    assert not report.repaired and report.reason == "invalid session header"
+    assert file.read_bytes() == USER + b"\n{bad\n"
+
+
+def test_line_with_lone_surrogate_escape_is_kept(tmp_path: Path) -> None:
+    odd = USER.replace(b'"hi"', b'"\\ud800 half"')
+    file = tmp_path / "s.jsonl"
+    file.write_bytes(HEADER + b"\n" + odd + b"\n{bad\n")
+    report = repair_session_file(file)
+    assert report.dropped_lines == 1
+    assert file.read_bytes() == HEADER + b"\n" + odd + b"\n"
+    sm = SessionManager.open(file)
+    assert sm.get_entries()[0]["message"]["content"] == "\ud800 half"
