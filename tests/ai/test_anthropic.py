@@ -938,3 +938,38 @@ def test_catalog_has_anthropic_models_with_prices() -> None:
     assert model.reasoning and model.supports_images
     assert (model.cost.input, model.cost.output) == (5.0, 25.0)
     assert model.context_window == 1_000_000
+
+
+async def test_blocks_left_open_by_the_server_are_closed_before_done(server: FakeServer) -> None:
+    frames = [
+        sse.message_start(),
+        sse.block_start(0, {"type": "text", "text": ""}),
+        sse.block_delta(0, {"type": "text_delta", "text": "never stopped"}),
+        sse.message_delta("end_turn"),
+        sse.message_stop(),
+    ]
+    server.enqueue(sse.stream_response(frames))
+    events, message = await run(haiku(server))
+    assert_event_order(events)
+    assert types_of(events)[-2:] == ["text_end", "done"]
+    assert message["content"] == [{"type": "text", "text": "never stopped"}]
+
+
+async def test_copilot_claude_uses_bearer_auth_without_tool_streaming_beta(
+    server: FakeServer,
+) -> None:
+    server.enqueue(sse.stream_response(sse.turn(sse.text_block(0, "ok"))))
+    model = Model(
+        id="claude-sonnet-4",
+        api="anthropic-messages",
+        provider="github-copilot",
+        base_url=server.url,
+        reasoning=True,
+        max_tokens=16000,
+    )
+    await run(model, api_key="ghu_copilot_token")
+    headers = server.requests[0].headers
+    assert headers["authorization"] == "Bearer ghu_copilot_token"
+    assert "x-api-key" not in headers
+    assert headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
+    assert server.requests[0].json()["max_tokens"] == 16000

@@ -162,7 +162,7 @@ async def stream_anthropic(
                     _apply_usage(model, usage, getattr(start, "usage", None), initial=True)
                 elif kind == "message_delta":
                     _apply_usage(model, usage, event.usage, initial=False)
-                    reason = event.delta.stop_reason
+                    reason = getattr(event.delta, "stop_reason", None)
                     if reason:
                         stop_reason = reason
         except anthropic.APIStatusError as exc:
@@ -180,6 +180,10 @@ async def stream_anthropic(
             raise AnthropicStreamError(
                 f"Connection error: the Anthropic stream was cut off mid-response ({exc})"
             ) from exc
+        if stop_reason is not None and not builder.open_tool_calls():
+            # a server that forgot content_block_stop: close what it left open, in order
+            for index, kind in sorted(blocks.values()):
+                yield _end_block(builder, index, kind)
         yield _finish(builder, stop_reason)
 
 
