@@ -1,0 +1,276 @@
+"""Reply directives: the bits of a model's answer that are instructions to the channel, not text.
+
+A model attaches media with a `MEDIA: <url or path>` line or `[[media:<url>]]`, asks for a voice
+note with `[[audio_as_voice]]` / `[[voice]]`, and threads its answer with `[[reply_to_current]]`,
+`[[reply_to:<id>]]` or `[[reply:<id>]]`. They are pulled out of the text here. Anything inside
+fenced or inline code is left alone: a model explaining the syntax must not trigger it.
+
+Only `https://` URLs to public hosts and local paths without `..` count as media; anything else
+stays in the text as written, so nothing is fetched or read that the model could not be trusted
+to name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+from urllib.parse import urlsplit
+
+SILENT_REPLY_TOKEN = "NO_REPLY"
+
+_MEDIA_LINE = re.compile(r"^[ \t]*MEDIA:[ \t]*(.*)$", re.IGNORECASE)
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
+_DIRECTIVE = re.compile(
+    r"\[\[\s*(?:"
+    r"(?P<voice>audio_as_voice|voice)"
+    r"|(?P<current>reply_to_current)"
+    r"|(?:reply_to|reply)\s*:\s*(?P<reply>[^\]\s][^\]]*?)"
+    r"|media\s*:\s*(?P<media>[^\]\s][^\]]*?)"
+    r")\s*\]\]",
+    re.IGNORECASE,
+)
+_QUOTES = "`'\"<>"
+_FILE_WITH_EXTENSION = re.compile(r"^[\w][\w.\-]*\.[A-Za-z0-9]{1,8}$")
+_BLOCKED_HOSTS = frozenset({"localhost", "localhost.localdomain", "metadata.google.internal"})
+
+
+@dataclasses.dataclass(slots=True)
+class ReplyDirectives:
+    """A reply with its directives taken out."""
+
+    text: str
+    media_urls: list[str] = dataclasses.field(default_factory=list)
+    reply_to_id: str | None = None
+    reply_to_current: bool = False
+    reply_to_tag: bool = False
+    """A reply tag was present (even when it named no usable id)."""
+    audio_as_voice: bool = False
+    is_silent: bool = False
+
+    @property
+    def media_url(self) -> str | None:
+        return self.media_urls[0] if self.media_urls else None
+
+
+def is_valid_media_source(token: str) -> bool:
+    """An https URL to a public host, or a local path that does not climb out with `..`."""
+    if not token or any(c.isspace() for c in token):
+        return False
+    if "://" in token:
+        try:
+            parts = urlsplit(token)
+        except ValueError:
+            return False
+        if parts.scheme.lower() != "https" or not parts.hostname:
+            return False
+        return not _is_private_host(parts.hostname)
+    if ".." in re.split(r"[\\/]", token):
+        return False
+    if token.startswith(("/", "./", "~/")):
+        return len(token) > 2
+    return bool(_FILE_WITH_EXTENSION.match(token))
+
+
+def _is_private_host(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host in _BLOCKED_HOSTS or host.endswith((".localhost", ".local", ".internal")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return not address.is_global
+
+
+def _clean_token(token: str) -> str:
+    return token.strip().strip(_QUOTES).rstrip(",;")
+
+
+def split_media_from_output(raw: str) -> tuple[str, list[str]]:
+    """Remove valid `MEDIA:` lines (outside code fences); returns (text, media)."""
+    if "media:" not in raw.lower():
+        return raw, []
+    media: list[str] = []
+    kept: list[str] = []
+    fence = ""
+    for line in raw.split("\n"):
+        fence_match = _FENCE_LINE.match(line)
+        if fence_match:
+            marker = fence_match.group(1)
+            if not fence:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence):
+                fence = ""
+            kept.append(line)
+            continue
+        match = None if fence else _MEDIA_LINE.match(line)
+        if match is None:
+            kept.append(line)
+            continue
+        tokens = [_clean_token(t) for t in match.group(1).split()]
+        tokens = [t for t in tokens if t]
+        valid = [t for t in tokens if is_valid_media_source(t)]
+        invalid = [t for t in tokens if not is_valid_media_source(t)]
+        media.extend(valid)
+        if not valid:
+            kept.append(line)
+        elif invalid:
+            kept.append("MEDIA: " + " ".join(invalid))
+    return "\n".join(kept), media
+
+
+def _code_ranges(text: str) -> list[tuple[int, int]]:
+    """Character ranges of fenced blocks and inline code spans, where directives are text."""
+    ranges: list[tuple[int, int]] = []
+    fence = ""
+    fence_start = 0
+    pos = 0
+    prose_start = 0
+    for line in text.split("\n"):
+        end = pos + len(line)
+        match = _FENCE_LINE.match(line)
+        if match:
+            marker = match.group(1)
+            if not fence:
+                _inline_ranges(text, prose_start, pos, ranges)
+                fence, fence_start = marker, pos
+            elif marker[0] == fence[0] and len(marker) >= len(fence) and not match.group(2).strip():
+                ranges.append((fence_start, end))
+                fence = ""
+                prose_start = end
+        pos = end + 1
+    if fence:
+        ranges.append((fence_start, len(text)))
+    else:
+        _inline_ranges(text, prose_start, len(text), ranges)
+    return ranges
+
+
+def _inline_ranges(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
+    if "`" not in text[start:end]:
+        return
+    out.extend(m.span() for m in _INLINE_CODE.finditer(text, start, end))
+
+
+def _inside(ranges: list[tuple[int, int]], at: int) -> bool:
+    return any(s <= at < e for s, e in ranges)
+
+
+_SPACES = re.compile(r"(?<=\S)[ \t]{2,}")
+_TRAILING = re.compile(r"[ \t]+(?=\n)")
+_BLANK_RUN = re.compile(r"\n{3,}")
+
+
+def normalize_directive_whitespace(text: str) -> str:
+    """Tidy what directive removal leaves behind, outside code: doubled spaces, blank runs."""
+    ranges = _code_ranges(text) if "`" in text or "~~~" in text else []
+    if not ranges:
+        return _tidy(text).strip()
+    parts: list[str] = []
+    pos = 0
+    for start, end in ranges:
+        parts.append(_tidy(text[pos:start]))
+        parts.append(text[start:end])
+        pos = end
+    parts.append(_tidy(text[pos:]))
+    return "".join(parts).strip()
+
+
+def _tidy(text: str) -> str:
+    return _BLANK_RUN.sub("\n\n", _TRAILING.sub("", _SPACES.sub(" ", text)))
+
+
+def is_silent_reply_text(text: str | None, silent_token: str = SILENT_REPLY_TOKEN) -> bool:
+    """The model chose not to answer: the text is the silent token (or starts/ends with it)."""
+    if not text or not silent_token:
+        return False
+    stripped = text.strip()
+    if stripped == silent_token:
+        return True
+    token = re.escape(silent_token)
+    return bool(
+        re.match(rf"^{token}(?=$|[^\w])", stripped)
+        or re.search(rf"(?:^|[^\w]){token}\W*$", stripped)
+    )
+
+
+def parse_reply_directives(
+    text: str,
+    current_message_id: str | None = None,
+    silent_token: str = SILENT_REPLY_TOKEN,
+) -> ReplyDirectives:
+    """Take the directives out of a reply; the text that remains is what the user reads."""
+    cleaned, media = split_media_from_output(text)
+    result = ReplyDirectives(text="", media_urls=media)
+    if "[[" in cleaned:
+        cleaned = _extract_tags(cleaned, result, current_message_id)
+    result.text = normalize_directive_whitespace(cleaned)
+    result.is_silent = result.text == silent_token
+    return result
+
+
+def _extract_tags(text: str, result: ReplyDirectives, current_message_id: str | None) -> str:
+    ranges = _code_ranges(text) if "`" in text or "~~~" in text else []
+    out: list[str] = []
+    pos = 0
+    for match in _DIRECTIVE.finditer(text):
+        start = match.start()
+        if ranges and _inside(ranges, start):
+            continue
+        is_reply = match.group("current") is not None or match.group("reply") is not None
+        if is_reply and start > 0 and not text[start - 1].isspace():
+            continue  # a reply tag glued to a word is text, not a directive
+        if match.group("voice"):
+            result.audio_as_voice = True
+        elif match.group("current"):
+            result.reply_to_tag = True
+            result.reply_to_current = True
+            result.reply_to_id = current_message_id
+        elif match.group("reply") is not None:
+            result.reply_to_tag = True
+            result.reply_to_current = False
+            result.reply_to_id = match.group("reply").strip() or None
+        else:
+            source = _clean_token(match.group("media"))
+            if not is_valid_media_source(source):
+                continue
+            result.media_urls.append(source)
+        out.append(text[pos:start])
+        pos = match.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class StreamingDirectiveParser:
+    """Directives for a reply that arrives in blocks: a tag cut between two blocks is held back.
+
+    `consume(block)` returns the parsed block (None when all of it is held back);
+    `consume("", final=True)` returns whatever is still held at the end.
+    """
+
+    def __init__(
+        self, current_message_id: str | None = None, silent_token: str = SILENT_REPLY_TOKEN
+    ) -> None:
+        self.current_message_id = current_message_id
+        self.silent_token = silent_token
+        self._held = ""
+
+    def reset(self) -> None:
+        self._held = ""
+
+    def consume(self, chunk: str, final: bool = False) -> ReplyDirectives | None:
+        text = self._held + chunk
+        self._held = ""
+        if not final:
+            open_at = text.rfind("[[")
+            if open_at >= 0 and "]]" not in text[open_at:] and len(text) - open_at < 200:
+                self._held = text[open_at:]
+                text = text[:open_at]
+            elif text.endswith("[") and not text.endswith("[["):
+                self._held = "["
+                text = text[:-1]
+        if not text.strip():
+            return None
+        return parse_reply_directives(text, self.current_message_id, self.silent_token)
