@@ -809,3 +809,17 @@ async def test_openrouter_encrypted_reasoning_rides_on_its_tool_call(server: Fak
     await run(model, {"messages": [USER, message, result], "tools": [READ_TOOL]})
     sent = server.requests[1].json()["messages"]
     assert sent[1]["reasoning_details"] == [detail]
+
+
+async def test_finish_chunk_without_delta_and_usage_chunk_without_choices(
+    server: FakeServer,
+) -> None:
+    finish = chunk()
+    finish["choices"] = [{"index": 0, "finish_reason": "length"}]
+    bare_usage = {"id": "x", "object": "chat.completion.chunk", "usage": {"prompt_tokens": 5}}
+    server.enqueue(completion_response([role_chunk(), text_chunk("cut"), finish, bare_usage]))
+    events = await run(model_at(server))
+    assert_event_order(events)
+    message = final(events)
+    assert message["stopReason"] == "length"
+    assert message["usage"]["input"] == 5
