@@ -4,15 +4,20 @@ Output items map one to one onto content blocks: a `reasoning` item becomes a th
 whose signature is the whole item as JSON (encrypted reasoning included, so it can be replayed
 verbatim next turn), a `message` item a text block signed with its item id (and phase), a
 `function_call` item a tool call with id `call_id|item_id`.
+
+The SDK sends the request (auth, base URL, headers, HTTP errors as its exception types); the
+event stream is read with httpx2's SSE parser and orjson, because the SDK's own stream validates
+every event against a large pydantic union (about 0.4 ms per event, and seconds of schema
+building on the first request of a process).
 """
 
 from __future__ import annotations
 
 import inspect
-import json
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import httpx2
 import openai
 import orjson
 from openai.resources.responses import AsyncResponses
@@ -50,6 +55,8 @@ _SDK_ARGUMENTS = frozenset(
 _TERMINAL_EVENTS = frozenset(("response.completed", "response.incomplete", "response.failed"))
 _SERVICE_TIER_PRICE = {"flex": 0.5, "priority": 2.0}
 _SNIPPET = 200
+_MAX_EVENT_BYTES = 64 * 1024 * 1024
+"""`response.completed` repeats the whole output, so one event can be far above 1 MiB."""
 _SUMMARY_SEPARATOR = "\n\n"
 
 
@@ -80,34 +87,39 @@ async def stream_openai_responses(
     named = {key: value for key, value in body.items() if key in _SDK_ARGUMENTS}
     extra_body = {key: value for key, value in body.items() if key not in _SDK_ARGUMENTS}
     named["stream"] = True
-    headers = _headers(model.headers, options.headers)
-    response_stream = await _client(model, api_key).responses.create(
-        **named, extra_headers=headers, extra_body=extra_body or None
+    request = _client(model, api_key).responses.with_streaming_response.create(
+        **named,
+        extra_headers=_headers(model.headers, options.headers),
+        extra_body=extra_body or None,
     )
     builder = AssistantMessageBuilder(model)
     final: DoneEvent | ErrorEvent | None = None
-    try:
+    stream_error: str | None = None
+    async with request as raw:  # HTTP errors raise here, before `start`
+        http_response = raw.http_response
         yield builder.start()
-        events: AsyncIterable[Any] = response_stream
         index = -1
         kind: str | None = None  # the open block's item type
         summary_parts = 0
-        etype = "(no event yet)"
+        etype = "(none yet)"
+        loads = orjson.loads
+        events = httpx2.EventSource(http_response, max_event_size=_MAX_EVENT_BYTES).__aiter__()
         try:
-            async for event in events:
-                etype = event.type
+            async for sse in events:
+                event = loads(sse.data)
+                etype = event["type"]
                 if etype == "response.output_text.delta" or etype == "response.refusal.delta":
                     if kind == "message":
-                        yield builder.text_delta(index, event.delta)
+                        yield builder.text_delta(index, event["delta"])
                 elif etype == "response.function_call_arguments.delta":
                     if kind == "function_call":
-                        yield builder.tool_call_delta(index, event.delta)
+                        yield builder.tool_call_delta(index, event["delta"])
                 elif (
                     etype == "response.reasoning_summary_text.delta"
                     or etype == "response.reasoning_text.delta"
                 ):
                     if kind == "reasoning":
-                        yield builder.thinking_delta(index, event.delta)
+                        yield builder.thinking_delta(index, event["delta"])
                 elif etype == "response.reasoning_summary_part.added":
                     if kind == "reasoning":
                         if summary_parts:
@@ -117,30 +129,32 @@ async def stream_openai_responses(
                     if kind is not None:  # the server skipped output_item.done
                         yield _close_block(builder, index, kind, None)
                         kind = None
-                    item = event.item
-                    item_type = item.type
+                    item = event["item"]
+                    item_type = item["type"]
                     if item_type == "message":
-                        yield builder.start_text(
-                            encode_text_signature(item.id, item.phase) if item.id else None
-                        )
+                        item_id = item.get("id")
+                        signature = encode_text_signature(item_id, item.get("phase"))
+                        yield builder.start_text(signature if item_id else None)
                     elif item_type == "reasoning":
                         yield builder.start_thinking()
                         summary_parts = 0
                     elif item_type == "function_call":
-                        yield builder.start_tool_call(f"{item.call_id}|{item.id}", item.name)
+                        call_id = f"{item['call_id']}|{item.get('id')}"
+                        yield builder.start_tool_call(call_id, item["name"])
                     else:
                         continue  # hosted tools, MCP, ...: nothing the caller can replay
                     kind = item_type
                     index = len(builder.message["content"]) - 1
-                    if item_type == "function_call" and item.arguments:
-                        yield builder.tool_call_delta(index, item.arguments)
+                    if item_type == "function_call" and item.get("arguments"):
+                        yield builder.tool_call_delta(index, item["arguments"])
                 elif etype == "response.output_item.done":
-                    if kind is not None and event.item.type == kind:
-                        yield _close_block(builder, index, kind, event.item)
+                    item = event["item"]
+                    if kind is not None and item["type"] == kind:
+                        yield _close_block(builder, index, kind, item)
                         kind = None
                 elif etype in _TERMINAL_EVENTS:
-                    response = event.response
-                    _read_usage(builder.message["usage"], getattr(response, "usage", None))
+                    response = event["response"]
+                    _read_usage(builder.message["usage"], response.get("usage"))
                     if kind is not None:
                         yield _close_block(builder, index, kind, None)
                         kind = None
@@ -149,26 +163,47 @@ async def stream_openai_responses(
                         pass
                     break
                 elif etype == "error":
-                    raise ResponsesStreamError(f"Error Code {event.code}: {event.message}")
+                    raise ResponsesStreamError(_error_event_text(event))
                 elif etype == "response.created":
-                    response_id = getattr(event.response, "id", None)
+                    response_id = event["response"].get("id")
                     if response_id:
                         builder.message["responseId"] = response_id
-        except json.JSONDecodeError as exc:
-            raise ResponsesStreamError(
-                f"{API}: the server sent an event whose data is not JSON: {exc.doc[:_SNIPPET]!r}"
-            ) from exc
-        except (AttributeError, TypeError) as exc:
-            raise ResponsesStreamError(
-                f"{API}: malformed event from the server ({exc}); last event type: {etype}"
-            ) from exc
-    finally:
-        await response_stream.close()
+        except orjson.JSONDecodeError as exc:
+            if sse.data.startswith("[DONE]"):
+                pass  # an OpenAI-compatible server's end marker; missing completion is checked below
+            else:
+                raise ResponsesStreamError(
+                    f"{API}: the server sent an event whose data is not JSON: {sse.data[:_SNIPPET]!r}"
+                ) from exc
+        except (KeyError, AttributeError, TypeError) as exc:
+            if not (isinstance(event, dict) and isinstance(event.get("error"), dict)):
+                raise ResponsesStreamError(
+                    f"{API}: malformed server event ({type(exc).__name__}: {exc}); "
+                    f"last event type: {etype}"
+                ) from exc
+            stream_error = _error_event_text(event["error"])  # a bare `{"error": {...}}` frame
+        except httpx2.SSEError as exc:
+            raise ResponsesStreamError(f"{API}: {exc}") from exc
+        except httpx2.TimeoutException as exc:
+            raise openai.APITimeoutError(request=http_response.request) from exc
+        except httpx2.TransportError as exc:
+            raise openai.APIConnectionError(request=http_response.request) from exc
+    if stream_error is not None:
+        raise ResponsesStreamError(stream_error)
     if final is None:
         raise ResponsesStreamError(
             f"{API}: the stream ended before response.completed (connection closed early?)"
         )
     yield final
+
+
+def _error_event_text(error: dict[str, Any]) -> str:
+    nested = error.get("error")
+    if isinstance(nested, dict) and not error.get("message"):
+        error = nested
+    message = error.get("message") or "no message"
+    code = error.get("code")
+    return f"Error Code {code}: {message}" if code else str(message)
 
 
 def _headers(
@@ -180,41 +215,43 @@ def _headers(
 
 
 def _close_block(
-    builder: AssistantMessageBuilder, index: int, kind: str, item: Any
+    builder: AssistantMessageBuilder, index: int, kind: str, item: dict[str, Any] | None
 ) -> AssistantMessageEvent:
     """End the open block; the finished item (when the server sent one) is authoritative."""
     block: Any = builder.message["content"][index]
     if kind == "message":
         if item is not None:
-            parts = item.content or ()
-            text = "".join(
-                (part.text if part.type == "output_text" else part.refusal) or "" for part in parts
-            )
+            parts = item.get("content") or ()
+            text = "".join(_part_text(part) for part in parts)
             if parts and text != block["text"]:
                 block["text"] = text
-            if item.id:
-                block["textSignature"] = encode_text_signature(item.id, item.phase)
+            if item.get("id"):
+                block["textSignature"] = encode_text_signature(item["id"], item.get("phase"))
         return builder.end_text(index)
     if kind == "reasoning":
         if item is not None:
-            texts = [part.text for part in item.summary or ()]
+            texts = [part.get("text") or "" for part in item.get("summary") or ()]
             if not texts:
-                texts = [part.text for part in item.content or ()]
+                texts = [part.get("text") or "" for part in item.get("content") or ()]
             text = _SUMMARY_SEPARATOR.join(texts)
             if text != block["thinking"]:
                 block["thinking"] = text
-            builder.set_thinking_signature(index, orjson.dumps(item.to_dict()).decode())
+            builder.set_thinking_signature(index, orjson.dumps(item).decode())
         return builder.end_thinking(index)
     # function_call
+    raw = builder.tool_call_json(index)
     if item is not None:
-        if item.call_id:
-            block["id"] = f"{item.call_id}|{item.id}"
-        if item.name:
-            block["name"] = item.name
-    raw = item.arguments if item is not None and item.arguments else None
-    if raw is None:
-        raw = builder.tool_call_json(index)
+        if item.get("call_id"):
+            block["id"] = f"{item['call_id']}|{item.get('id')}"
+        if item.get("name"):
+            block["name"] = item["name"]
+        raw = item.get("arguments") or raw
     return builder.end_tool_call(index, _parse_arguments(raw, block))
+
+
+def _part_text(part: dict[str, Any]) -> str:
+    text = part.get("text") if part.get("type") == "output_text" else part.get("refusal")
+    return text or ""
 
 
 def _parse_arguments(raw: str, block: Any) -> dict[str, Any]:
@@ -234,32 +271,31 @@ def _parse_arguments(raw: str, block: Any) -> dict[str, Any]:
 
 
 def _finish(
-    builder: AssistantMessageBuilder, response: Any, etype: str, options: StreamOptions
+    builder: AssistantMessageBuilder, response: dict[str, Any], etype: str, options: StreamOptions
 ) -> DoneEvent | ErrorEvent:
     """The final event from the response's status, with usage and cost filled in."""
     usage = builder.message["usage"]
-    status = getattr(response, "status", None) or etype.rpartition(".")[2]
+    status = response.get("status") or etype.rpartition(".")[2]
     stop: StopReason
     if status == "completed" or status in ("in_progress", "queued"):
         content = builder.message["content"]
         stop = "toolUse" if any(b["type"] == "toolCall" for b in content) else "stop"
     elif status == "incomplete":
-        details = getattr(response, "incomplete_details", None)
-        reason = getattr(details, "reason", None)
+        reason = (response.get("incomplete_details") or {}).get("reason")
         if reason == "content_filter":
             return _error(builder, f"{API}: response incomplete: content_filter", options)
         stop = "length"
     elif status in ("failed", "cancelled"):
-        error = getattr(response, "error", None)
-        if error is not None:
-            code = getattr(error, "code", None) or "unknown"
-            message = getattr(error, "message", None) or "no message"
+        error = response.get("error")
+        if isinstance(error, dict):
+            code = error.get("code") or "unknown"
+            message = error.get("message") or "no message"
             return _error(builder, f"{code}: {message}", options)
         return _error(builder, f"{API}: response {status} (no error details)", options)
     else:
         return _error(builder, f"{API}: unknown response status {status!r}", options)
     done = builder.done(stop)
-    _apply_service_tier(usage, getattr(response, "service_tier", None), options)
+    _apply_service_tier(usage, response.get("service_tier"), options)
     return done
 
 
@@ -269,16 +305,15 @@ def _error(builder: AssistantMessageBuilder, message: str, options: StreamOption
     return event
 
 
-def _read_usage(usage: Usage, reported: Any) -> None:
-    if reported is None:
+def _read_usage(usage: Usage, reported: dict[str, Any] | None) -> None:
+    if not reported:
         return
-    details = getattr(reported, "input_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or 0
-    usage["input"] = (reported.input_tokens or 0) - cached
-    usage["output"] = reported.output_tokens or 0
+    cached = (reported.get("input_tokens_details") or {}).get("cached_tokens") or 0
+    usage["input"] = (reported.get("input_tokens") or 0) - cached
+    usage["output"] = reported.get("output_tokens") or 0
     usage["cacheRead"] = cached
     usage["cacheWrite"] = 0
-    usage["totalTokens"] = reported.total_tokens or 0
+    usage["totalTokens"] = reported.get("total_tokens") or 0
 
 
 def _apply_service_tier(usage: Usage, reported_tier: str | None, options: StreamOptions) -> None:
