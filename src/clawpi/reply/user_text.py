@@ -139,10 +139,10 @@ def _rewrite_error(raw: str, provider: str | None, full: bool) -> str | None:
             return AUTH_ERROR_TEXT
     if is_likely_http_error_text(raw) or is_raw_api_error_payload(raw):
         return format_raw_assistant_error_for_ui(raw)
-    if is_timeout_error_message(raw):
-        return TIMEOUT_TEXT
     if _NETWORK.search(raw):
         return NETWORK_ERROR_TEXT
+    if is_timeout_error_message(raw):
+        return TIMEOUT_TEXT
     return None
 
 
