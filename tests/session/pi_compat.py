@@ -25,9 +25,7 @@ def _tree(nodes: list[TreeNode]) -> list[dict[str, Any]]:
 def describe(sm: SessionManager) -> dict[str, Any]:
     ctx = sm.build_session_context()
     entries = sm.get_entries()
-    labels = {
-        e["id"]: label for e in entries if (label := sm.get_label(e["id"])) is not None
-    }
+    labels = {e["id"]: label for e in entries if (label := sm.get_label(e["id"])) is not None}
     description = {
         "header": sm.get_header(),
         "entries": entries,

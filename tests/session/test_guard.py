@@ -52,7 +52,12 @@ def test_missing_result_is_synthesized_before_the_next_user_message(tmp_path: Pa
     sm.append_message(_result("c1"))
     sm.append_message({"role": "user", "content": "next", "timestamp": 50})
     roles = [(m["role"], m.get("toolCallId")) for m in _messages(sm)]
-    assert roles == [("assistant", None), ("toolResult", "c1"), ("toolResult", "c2"), ("user", None)]
+    assert roles == [
+        ("assistant", None),
+        ("toolResult", "c1"),
+        ("toolResult", "c2"),
+        ("user", None),
+    ]
     synthetic = _messages(sm)[2]
     assert synthetic == {
         "role": "toolResult",

@@ -21,7 +21,14 @@ pytestmark = pytest.mark.skipif(
 
 def _usage() -> dict[str, object]:
     cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
-    return {"input": 5, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 7, "cost": cost}
+    return {
+        "input": 5,
+        "output": 2,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 7,
+        "cost": cost,
+    }
 
 
 def _assistant(text: str, ts: int, stop: str = "stop") -> dict[str, object]:
@@ -73,8 +80,15 @@ def _write_rich_session(directory: Path) -> SessionManager:
     sm.append_message(_assistant("1 and 2", 8))
     sm.append_compaction("## Goal\nsizes", u3, 120, {"readFiles": [], "modifiedFiles": []})
     sm.append_message(
-        {"role": "bashExecution", "command": "du", "output": "", "exitCode": 2,
-         "cancelled": False, "truncated": False, "timestamp": 9}
+        {
+            "role": "bashExecution",
+            "command": "du",
+            "output": "",
+            "exitCode": 2,
+            "cancelled": False,
+            "truncated": False,
+            "timestamp": 9,
+        }
     )
     sm.append_message({"role": "user", "content": "thanks", "timestamp": 10})
     sm.append_message(_assistant("welcome", 11))

@@ -75,10 +75,22 @@ def test_append_key_order_matches_pi(tmp_path: Path) -> None:
     assert list(lines[1]) == ["type", "id", "parentId", "timestamp", "message"]
     assert list(lines[2]) == ["type", "customType", "data", "id", "parentId", "timestamp"]
     assert list(lines[3]) == [
-        "type", "customType", "content", "display", "id", "parentId", "timestamp"
+        "type",
+        "customType",
+        "content",
+        "display",
+        "id",
+        "parentId",
+        "timestamp",
     ]
     assert list(lines[4]) == [
-        "type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId", "tokensBefore"
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "summary",
+        "firstKeptEntryId",
+        "tokensBefore",
     ]
     assert all(len(line["id"]) == 8 and int(line["id"], 16) >= 0 for line in lines[1:])
 
@@ -204,9 +216,9 @@ def test_fork_from_copies_every_entry_into_a_new_session(tmp_path: Path) -> None
     assert header is not None
     assert header["parentSession"] == str(src.session_file) and header["cwd"] == "/b"
     assert fork.get_session_id() != src.get_session_id()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("")
     with pytest.raises(SessionError, match="empty or invalid"):
-        bad = tmp_path / "bad.jsonl"
-        bad.write_text("")
         SessionManager.fork_from(bad, "/b", tmp_path / "b")
 
 
@@ -257,5 +269,8 @@ def test_context_follows_model_thinking_and_latest_compaction() -> None:
     assert texts[0].endswith("<summary>\nnew\n</summary>")
     assert texts[1:] == ["two", "2", "extra"]
     assert [m["role"] for m in ctx.agent_messages] == [
-        "compactionSummary", "user", "assistant", "custom"
+        "compactionSummary",
+        "user",
+        "assistant",
+        "custom",
     ]

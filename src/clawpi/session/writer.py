@@ -52,7 +52,6 @@ class SessionWriter:
         `build` runs inside the lock so ids can be checked against entries written by others.
         """
         with self.lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 foreign = self._foreign(fd)
