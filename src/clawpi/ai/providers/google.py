@@ -141,7 +141,9 @@ async def stream_google(
     if headers:
         config["httpOptions"] = {"headers": headers}
     chunks = await client.aio.models.generate_content_stream(
-        model=payload["model"], contents=payload["contents"], config=cast(Any, config)
+        model=payload.get("model") or model.id,
+        contents=payload.get("contents") or [],
+        config=cast(Any, config),
     )
     reader = _ChunkReader(AssistantMessageBuilder(model))
     yield reader.builder.start()
