@@ -823,3 +823,10 @@ async def test_finish_chunk_without_delta_and_usage_chunk_without_choices(
     message = final(events)
     assert message["stopReason"] == "length"
     assert message["usage"]["input"] == 5
+
+
+async def test_refusal_text_is_kept_as_the_answer(server: FakeServer) -> None:
+    refusal = chunk({"refusal": "I can't help with that."})
+    server.enqueue(completion_response([role_chunk(), refusal, finish_chunk("stop")]))
+    message = final(await run(model_at(server)))
+    assert message["content"] == [{"type": "text", "text": "I can't help with that."}]

@@ -208,6 +208,9 @@ class _ChunkReader:
                 yield from self._text(content)
             else:
                 yield from self._content_parts(content)
+        refusal = delta.refusal  # OpenAI's refusal replaces the answer; keep it visible
+        if refusal:
+            yield from self._text(refusal)
         calls = delta.tool_calls
         if calls:
             for call in calls:
