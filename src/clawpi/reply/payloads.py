@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
 from clawpi.ai.errors import (
+    format_raw_assistant_error_for_ui,
     is_context_overflow_error,
     is_likely_http_error_text,
     is_raw_api_error_payload,
@@ -136,7 +137,9 @@ def build_embedded_run_payloads(
         error_text = format_assistant_error_text(last_assistant, provider=provider)
         if error_text:
             texts = [t for t in texts if t.strip() not in (raw, error_text)]
-            suppress = bool(texts) and bool(raw) and _is_raw_error_dump(raw)
+            # A bare HTTP/JSON dump adds nothing next to an answer; a known category does.
+            unexplained = error_text == format_raw_assistant_error_for_ui(raw)
+            suppress = bool(texts) and _is_raw_error_dump(raw) and unexplained
             if is_context_overflow_error(raw) or not suppress:
                 payloads.append(ReplyPayload(text=error_text, is_error=True))
 

@@ -440,9 +440,11 @@ class EmbeddedSubscription:
         msg.visible_parts.append(visible)
         if self._on_partial_reply is not None or self._on_agent_event is not None:
             self._emit_partial()
+        if self._on_block_reply is None:
+            return  # no block replies: the final text comes from message_end
         if self._chunker is not None:
             self._chunker.append(visible)
-            if self._on_block_reply is not None and self.block_reply_break == "text_end":
+            if self.block_reply_break == "text_end":
                 for block in self._chunker.drain():
                     self._emit_block(block)
         else:
@@ -508,7 +510,6 @@ class EmbeddedSubscription:
         formatted = format_reasoning_message(thinking)
         if not formatted or formatted == self._last_reasoning_sent:
             return
-        self._flush_block_replies(notify=False)
         self._last_reasoning_sent = formatted
         payload = ReplyPayload(text=formatted, is_reasoning=True)
         self._deliveries.call(self._on_block_reply, payload, "block reply")
