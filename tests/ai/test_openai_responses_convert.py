@@ -8,8 +8,9 @@ from typing import Any
 import orjson
 import pytest
 
-from clawpi.ai import Model, get_model, stream
+from clawpi.ai import Model, StreamOptions, get_model, stream
 from clawpi.ai.providers.openai_responses_convert import (
+    build_request,
     normalize_tool_call_id,
     parse_text_signature,
 )
@@ -499,3 +500,16 @@ async def test_tool_choice_is_passed_through(server: FakeServer) -> None:
         tool_choice={"type": "function", "name": "read"},
     )
     assert body["tool_choice"] == {"type": "function", "name": "read"}
+
+
+def test_long_cache_retention_asks_openai_for_24h_only_on_api_openai_com() -> None:
+    model = get_model("openai", "gpt-5-mini")
+    assert model is not None
+    context: Context = {"messages": [user("hi")]}
+    options = StreamOptions(session_id="s-1", cache_retention="long")
+    assert build_request(model, context, options)["prompt_cache_retention"] == "24h"
+    proxied = model.replace(base_url="https://proxy.example.com/v1")
+    assert "prompt_cache_retention" not in build_request(proxied, context, options)
+    short = build_request(model, context, StreamOptions(session_id="s-1"))
+    assert "prompt_cache_retention" not in short
+    assert short["prompt_cache_key"] == "s-1"

@@ -261,7 +261,11 @@ def convert_tools(tools: list[Tool]) -> list[dict[str, Any]]:
 
 
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The complete `POST /responses` body for one streamed turn."""
+    """The complete `POST /responses` body for one streamed turn.
+
+    Besides the common options it reads `options.extra["service_tier"]` ("flex", "priority", ...)
+    and `options.extra["reasoning_summary"]` ("auto", "concise", "detailed").
+    """
     items = convert_messages(model, context)
     body: dict[str, Any] = {"model": model.id, "input": items, "stream": True, "store": False}
     retention = options.cache_retention or "short"
