@@ -249,6 +249,65 @@ async def test_flex_service_tier_halves_the_cost(server: FakeServer) -> None:
     assert message["usage"]["cost"]["total"] == pytest.approx(1.0)
 
 
+async def test_refusal_streams_as_text(server: FakeServer) -> None:
+    sse = ResponsesStream()
+    item = {
+        "id": "msg_r",
+        "type": "message",
+        "status": "in_progress",
+        "role": "assistant",
+        "content": [],
+    }
+    sse.emit("response.output_item.added", output_index=0, item=item)
+    part = {"type": "refusal", "refusal": ""}
+    sse.emit(
+        "response.content_part.added", item_id="msg_r", output_index=0, content_index=0, part=part
+    )
+    for chunk in ("I can't ", "help with that."):
+        sse.emit(
+            "response.refusal.delta", item_id="msg_r", output_index=0, content_index=0, delta=chunk
+        )
+    done_part = {"type": "refusal", "refusal": "I can't help with that."}
+    sse.emit(
+        "response.output_item.done",
+        output_index=0,
+        item={**item, "status": "completed", "content": [done_part]},
+    )
+    server.enqueue(sse.completed().response())
+    events = await run(model_at(server))
+    assert_event_order(events)
+    message = final(events)
+    assert message["stopReason"] == "stop"
+    assert message["content"] == [
+        {"type": "text", "text": "I can't help with that.", "textSignature": "msg_r"}
+    ]
+
+
+async def test_raw_reasoning_text_from_compatible_servers_becomes_thinking(
+    server: FakeServer,
+) -> None:
+    sse = ResponsesStream(model="gpt-oss-120b")
+    item = {"id": "rs_oss", "type": "reasoning", "summary": [], "content": []}
+    sse.emit("response.output_item.added", output_index=0, item=item)
+    for chunk in ("The user ", "wants a file."):
+        sse.emit(
+            "response.reasoning_text.delta",
+            item_id="rs_oss",
+            output_index=0,
+            content_index=0,
+            delta=chunk,
+        )
+    done_item = {**item, "content": [{"type": "reasoning_text", "text": "The user wants a file."}]}
+    sse.emit("response.output_item.done", output_index=0, item=done_item)
+    sse.message(["Reading."], item_id="msg_oss")
+    server.enqueue(sse.completed().response())
+    events = await run(model_at(server), reasoning="low")
+    assert_event_order(events)
+    thinking: Any = final(events)["content"][0]
+    assert thinking["thinking"] == "The user wants a file."
+    assert json.loads(thinking["thinkingSignature"]) == done_item
+
+
 # -- stop reasons ----------------------------------------------------------------------------
 
 
