@@ -354,15 +354,19 @@ class ExtensionRunner:
                 current = result["messages"]
         return current
 
-    async def emit_before_provider_request(
+    def emit_before_provider_request(
         self, payload: dict[str, Any], ctx: ExtensionContext
     ) -> dict[str, Any]:
+        """Chained and synchronous (providers build the request synchronously); a handler that
+        returns an awaitable is reported, since its result would arrive too late."""
         current = payload
         for name, handler in self._handlers.get("before_provider_request", ()):
             try:
                 result = handler({"type": "before_provider_request", "payload": current}, ctx)
                 if inspect.isawaitable(result):
-                    result = await result
+                    if inspect.iscoroutine(result):
+                        result.close()
+                    raise TypeError("before_provider_request handlers must be synchronous")
             except Exception as exc:
                 self._report(name, "before_provider_request", exc)
                 continue
