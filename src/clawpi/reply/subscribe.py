@@ -223,6 +223,7 @@ class EmbeddedSubscription:
         self._compaction_waiter: asyncio.Future[None] | None = None
         self._unsubscribed = False
         self._deliveries = OrderedDelivery()
+        self._unflushed = 0
         self._unsubscribe_source = session.subscribe(self.handle_event)
 
     # -- public state ----------------------------------------------------------------------
@@ -397,7 +398,7 @@ class EmbeddedSubscription:
         if chunk:
             self._push_text(chunk)
         if kind == "text_end" and self.block_reply_break == "text_end":
-            self._flush_block_replies()
+            self._flush_block_replies(notify=False)
 
     def _new_text(self, update: Mapping[str, Any], kind: Any) -> str:
         """The part of this update not seen before (full-content repeats add only a suffix)."""
@@ -568,6 +569,7 @@ class EmbeddedSubscription:
             audio_as_voice=parsed.audio_as_voice,
         )
         self.block_reply_keys.add(payload.dedupe_key)
+        self._unflushed += 1
         self._deliveries.call(self._on_block_reply, payload, "block reply")
 
     def _release_held_tags(self) -> None:
@@ -575,8 +577,12 @@ class EmbeddedSubscription:
         if tail:
             self._push_visible(tail)
 
-    def _flush_block_replies(self, notify: bool = True) -> None:
-        """Send whatever is buffered now (before a tool runs, at the end of a text block)."""
+    def _flush_block_replies(self, notify: bool | None = None) -> None:
+        """Send whatever is buffered now (before a tool runs, at the end of a text block).
+
+        `on_block_reply_flush` follows when `notify` is True, or when it is None and blocks
+        went out since the last flush notice.
+        """
         if self._on_block_reply is None:
             return
         self._release_held_tags()
@@ -591,8 +597,12 @@ class EmbeddedSubscription:
         tail = self._directives.consume("", final=True)
         if tail is not None:
             self._deliver_block(tail)
-        if notify:
-            self._deliveries.call_noarg(self._on_block_reply_flush, "block flush")
+        if notify or (notify is None and self._unflushed):
+            self._notify_flush()
+
+    def _notify_flush(self) -> None:
+        self._unflushed = 0
+        self._deliveries.call_noarg(self._on_block_reply_flush, "block flush")
 
     def _has_buffered_blocks(self) -> bool:
         if self._chunker is not None:
@@ -661,8 +671,8 @@ class EmbeddedSubscription:
             tail = self._directives.consume("", final=True)
             if tail is not None:
                 self._deliver_block(tail)
-            if not has_tool_call and (added or buffered or self.block_reply_break == "message_end"):
-                self._deliveries.call_noarg(self._on_block_reply_flush, "block flush")
+            if self._unflushed:
+                self._notify_flush()
         self._end_reasoning()
         if self._chunker is not None:
             self._chunker.reset()
