@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from clawpi.agent import Agent, AgentTool, ToolArgumentsError, ToolResult
@@ -205,3 +207,57 @@ def test_schema_and_definition_are_built_once_and_follow_changes() -> None:
     t.parameters = {"type": "object"}
     assert t.schema == {"type": "object"}
     assert t.validate_arguments(None) == {}
+
+
+# -- the compiled fast path agrees with the general path --------------------------------------
+
+_json_scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-5, 5, allow_nan=False)
+_json_scalars |= st.sampled_from(["", "0", "1", "5", "2.5", "true", "false", "abc", "a", "xyz"])
+_json_values = st.recursive(
+    _json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["n", "s", "b", "tags", "mode", "x"]), inner, max_size=4)
+    ),
+    max_leaves=8,
+)
+_FAST_SCHEMAS: list[dict[str, Any]] = [
+    {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "minimum": 0, "maximum": 3},
+            "s": {"type": "string", "minLength": 1, "maxLength": 2},
+            "b": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "number"}, "maxItems": 2},
+            "mode": {"enum": ["a", 1, True, None]},
+        },
+        "required": ["n"],
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "properties": {"x": {"type": ["integer", "string"], "exclusiveMinimum": 0}},
+        "additionalProperties": {"type": "null"},
+    },
+    {"type": "object", "properties": {"s": {"const": "5"}, "n": {"type": "number"}}},
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(schema=st.sampled_from(_FAST_SCHEMAS), value=_json_values)
+def test_compiled_fast_path_matches_coercion_plus_jsonschema(
+    schema: dict[str, Any], value: Any
+) -> None:
+    from jsonschema import Draft202012Validator
+
+    from clawpi.ai.validation import _NO, _coerce, _compile
+
+    fast = _compile(schema)
+    assert fast is not None
+    expected = _coerce(value, schema, schema, 0)
+    valid = Draft202012Validator(schema).is_valid(expected)
+    got = fast(value)
+    if valid:
+        assert got == expected and repr(got) == repr(expected)
+    else:
+        assert got is _NO

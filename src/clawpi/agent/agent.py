@@ -33,6 +33,7 @@ from clawpi.agent.config import (
     ToolExecutionMode,
     TransformContext,
     default_convert_to_llm,
+    with_options,
 )
 from clawpi.agent.errors import AgentBusyError, AgentError
 from clawpi.agent.events import AgentEvent, AgentMessage
@@ -247,7 +248,7 @@ class Agent:
 
     def _loop_config(self) -> AgentLoopConfig:
         state = self.state
-        options = dataclasses.replace(
+        options = with_options(
             self.stream_options,
             reasoning=None if state.thinking_level == "off" else state.thinking_level,
             session_id=self.session_id or self.stream_options.session_id,

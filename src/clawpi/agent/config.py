@@ -93,6 +93,19 @@ StreamFn: TypeAlias = Callable[
 ]
 
 
+def is_awaitable(value: object) -> bool:
+    """Cheaper than `inspect.isawaitable` for the plain values most callbacks return."""
+    return value is not None and hasattr(value, "__await__")
+
+
+def with_options(options: StreamOptions, **changes: Any) -> StreamOptions:
+    """`options` with `changes` applied, copying only when something actually changes."""
+    for name, value in changes.items():
+        if getattr(options, name) is not value and getattr(options, name) != value:
+            return dataclasses.replace(options, **changes)
+    return options
+
+
 def default_convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
     """Keep what a model understands (user, assistant, toolResult); drop app-only messages."""
     return [message for message in messages if message.get("role") in LLM_ROLES]  # type: ignore[misc]

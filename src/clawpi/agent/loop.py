@@ -9,15 +9,16 @@ signal fires; after an abort it drains no further queued messages, so none is lo
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
-from clawpi.agent.config import AgentContext, AgentLoopConfig
+from clawpi.agent.config import AgentContext, AgentLoopConfig, is_awaitable, with_options
 from clawpi.agent.errors import AgentError
 from clawpi.agent.events import AgentEvent, AgentMessage
-from clawpi.agent.tool_execution import execute_tool_calls, maybe_await, tool_call_blocks
+from clawpi.agent.tool_execution import execute_tool_calls, tool_call_blocks
 from clawpi.ai.abort import AbortSignal
+from clawpi.ai.event_stream import AssistantMessageEventStream
+from clawpi.ai.stream import StreamOptions
 from clawpi.ai.types import AssistantMessage, Context, ToolResultMessage
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
@@ -78,6 +79,7 @@ async def _run(
     emit: Emit,
     poll_steering_first: bool,
 ) -> None:
+    options = with_options(config.options, signal=signal)
     pending = await _poll(config.get_steering_messages) if poll_steering_first else []
     first_turn = True
     while True:
@@ -95,7 +97,7 @@ async def _run(
                 new_messages.append(message)
             pending = []
 
-            reply = await stream_assistant_response(context, config, signal, emit)
+            reply = await stream_assistant_response(context, config, options, emit)
             new_messages.append(reply)
             if reply["stopReason"] in ("error", "aborted"):
                 await emit({"type": "turn_end", "message": reply, "toolResults": []})
@@ -127,34 +129,47 @@ async def _run(
 async def _poll(source: Callable[[], object] | None) -> list[AgentMessage]:
     if source is None:
         return []
-    messages: list[AgentMessage] | None = await maybe_await(source())
+    messages: Any = source()
+    if is_awaitable(messages):
+        messages = await messages
     return list(messages) if messages else []
 
 
 async def stream_assistant_response(
     context: AgentContext,
     config: AgentLoopConfig,
-    signal: AbortSignal | None,
+    options: StreamOptions,
     emit: Emit,
 ) -> AssistantMessage:
-    """One model call: hooks, key, stream; the partial reply lives in `context` as it grows."""
-    messages = context.messages
+    """One model call: hooks, key, stream; the partial reply lives in `context` as it grows.
+
+    `options` already carry the run's signal; the API key is resolved here, before every call,
+    so an expiring token is fresh each time.
+    """
+    signal = options.signal
+    messages: Any = context.messages
     if config.transform_context is not None:
-        messages = await maybe_await(config.transform_context(messages, signal))
-    llm_messages = await maybe_await(config.convert_to_llm(messages))
+        messages = config.transform_context(messages, signal)
+        if is_awaitable(messages):
+            messages = await messages
+    llm_messages: Any = config.convert_to_llm(messages)
+    if is_awaitable(llm_messages):
+        llm_messages = await llm_messages
     llm_context: Context = {
         "systemPrompt": context.system_prompt,
         "messages": llm_messages,
         "tools": [tool.definition for tool in context.tools],
     }
-    options = config.options
-    api_key = None
     if config.get_api_key is not None:
-        api_key = await maybe_await(config.get_api_key(config.model.provider))
-    options = dataclasses.replace(options, api_key=api_key or options.api_key, signal=signal)
-    response = config.stream_fn(config.model, llm_context, options)
-    if inspect.isawaitable(response):
-        response = await response
+        api_key: Any = config.get_api_key(config.model.provider)
+        if is_awaitable(api_key):
+            api_key = await api_key
+        if api_key:
+            options = with_options(options, api_key=api_key)
+    produced: Any = config.stream_fn(config.model, llm_context, options)
+    if is_awaitable(produced):
+        produced = await produced
+    response: AssistantMessageEventStream = produced
 
     history = context.messages
     started = False
@@ -162,7 +177,7 @@ async def stream_assistant_response(
         async for event in response:
             kind = event["type"]
             if kind == "start":
-                partial = event["partial"]  # type: ignore[typeddict-item]
+                partial: AssistantMessage = event["partial"]  # type: ignore[typeddict-item]
                 history.append(partial)
                 started = True
                 await emit({"type": "message_start", "message": {**partial}})

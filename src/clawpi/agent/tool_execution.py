@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -21,6 +20,7 @@ from clawpi.agent.config import (
     AgentLoopConfig,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    is_awaitable,
 )
 from clawpi.agent.events import AgentEvent, AgentMessage
 from clawpi.agent.tool import AgentTool, ToolResult
@@ -60,12 +60,6 @@ def error_result(text: str) -> ToolResult:
 
 def describe_exception(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
-
-
-async def maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 def tool_call_blocks(message: AssistantMessage) -> list[ToolCall]:
@@ -203,7 +197,10 @@ class _Batch:
         source = self.config.get_steering_messages
         if source is None:
             return []
-        return list(await maybe_await(source()) or ())
+        messages: Any = source()
+        if is_awaitable(messages):
+            messages = await messages
+        return list(messages) if messages else []
 
     async def _prepare(self, call: ToolCall) -> _Prepared | _Outcome:
         tool = self.tools.get(call["name"])
@@ -214,7 +211,9 @@ class _Batch:
             hook = self.config.before_tool_call
             if hook is not None:
                 context = BeforeToolCallContext(self.message, call, args, self.context)
-                decision = await maybe_await(hook(context, self.signal))
+                decision: Any = hook(context, self.signal)
+                if is_awaitable(decision):
+                    decision = await decision
                 block, reason = _read_before(decision)
                 if self._aborted():
                     return _Outcome(error_result(ABORTED_MESSAGE), True)
@@ -300,7 +299,9 @@ class _Batch:
             self.context,
         )
         try:
-            change = await maybe_await(hook(context, self.signal))
+            change: Any = hook(context, self.signal)
+            if is_awaitable(change):
+                change = await change
         except Exception as exc:
             return _Outcome(error_result(describe_exception(exc)), True)
         if change is None:

@@ -112,9 +112,11 @@ class AssistantMessageEventStream:
                 return await self._finish_with_error(ABORTED_MESSAGE, aborted=True)
             self._result = event["message"]
             self._close()
+            await self._close_source()
         elif event["type"] == "error":
             self._result = event["error"]
             self._close()
+            await self._close_source()
         else:
             self._partial = event["partial"]
         return event
@@ -151,6 +153,13 @@ class AssistantMessageEventStream:
         if self._remove_listener is not None:
             self._remove_listener()
             self._remove_listener = None
+
+    async def _close_source(self) -> None:
+        """Run the provider's cleanup now, not whenever the garbage collector finds it."""
+        try:
+            await self._source.aclose()  # type: ignore[attr-defined]
+        except Exception:  # a provider failing to close must not mask its final event
+            pass
 
     async def _finish_with_error(self, message: str, *, aborted: bool) -> ErrorEvent:
         partial = self._partial
