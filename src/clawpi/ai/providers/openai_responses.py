@@ -139,8 +139,7 @@ async def stream_openai_responses(
                         yield builder.start_thinking()
                         summary_parts = 0
                     elif item_type == "function_call":
-                        call_id = f"{item['call_id']}|{item.get('id')}"
-                        yield builder.start_tool_call(call_id, item["name"])
+                        yield builder.start_tool_call(_tool_call_id(item), item["name"])
                     else:
                         continue  # hosted tools, MCP, ...: nothing the caller can replay
                     kind = item_type
@@ -242,11 +241,17 @@ def _close_block(
     raw = builder.tool_call_json(index)
     if item is not None:
         if item.get("call_id"):
-            block["id"] = f"{item['call_id']}|{item.get('id')}"
+            block["id"] = _tool_call_id(item)
         if item.get("name"):
             block["name"] = item["name"]
         raw = item.get("arguments") or raw
     return builder.end_tool_call(index, _parse_arguments(raw, block))
+
+
+def _tool_call_id(item: dict[str, Any]) -> str:
+    """`call_id|item_id`: the call id answers the call, the item id replays it next turn."""
+    item_id = item.get("id")
+    return f"{item['call_id']}|{item_id}" if item_id else str(item["call_id"])
 
 
 def _part_text(part: dict[str, Any]) -> str:
