@@ -53,7 +53,7 @@ def describe_sdk_error(exc: BaseException) -> str:
         message = getattr(exc, "message", None) or str(exc)
         return f"{status} {message}".strip()
     text = str(exc).strip() or type(exc).__name__
-    cause = exc.__cause__ or exc.__context__
+    cause = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
     if cause is not None:
         cause_text = str(cause).strip() or type(cause).__name__
         if cause_text not in text:
