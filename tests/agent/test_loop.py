@@ -418,3 +418,23 @@ async def test_continue_requires_a_context_that_does_not_end_with_the_assistant(
     assert roles(added) == ["assistant"] and texts(added[0]) == ["again"]
     assert recorder.types[:2] == ["agent_start", "turn_start"]
     assert recorder.of("agent_end")[0]["messages"] == added
+
+
+async def test_a_plain_function_tool_works_and_steering_mode_all_delivers_together() -> None:
+    agent: Agent
+
+    def run(call_id: str, params: Any, signal: Any = None, on_update: Any = None) -> ToolResult:
+        agent.steer("one")
+        agent.steer("two")
+        return ToolResult.text("sync ok")
+
+    faux = FauxProvider([faux_tool_call("plain", {"text": "x"}), "done"])
+    agent = Agent(
+        model=faux.model,
+        tools=[tool("plain", run)],  # type: ignore[arg-type]
+        steering_mode="all",
+    )
+    await agent.prompt("go")
+    assert texts(agent.state.messages[2]) == ["sync ok"]
+    assert [texts(m) for m in faux.requests[1]["messages"][-2:]] == [["one"], ["two"]]
+    assert len(faux.requests) == 2

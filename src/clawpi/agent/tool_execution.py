@@ -268,7 +268,9 @@ class _Batch:
             updates.append(asyncio.ensure_future(self._emit_after(previous, event)))
 
         try:
-            raw = await prepared.tool.execute(call["id"], prepared.args, self.signal, on_update)
+            raw: Any = prepared.tool.execute(call["id"], prepared.args, self.signal, on_update)
+            if is_awaitable(raw):  # a plain function may return its result directly
+                raw = await raw
             outcome = _Outcome(_as_tool_result(raw, prepared.tool.name), False)
         except asyncio.CancelledError:
             if not self._aborted():
