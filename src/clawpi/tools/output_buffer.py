@@ -89,7 +89,6 @@ class OutputBuffer:
 
     def close(self) -> None:
         self.feed(b"", final=True)
-        self._pending_raw.clear()
         if self._log is not None:
             os.close(self._log)
             self._log = None
