@@ -73,13 +73,20 @@ def finish_output(lines: list[str], notices: list[str]) -> tuple[str, dict[str, 
 
 
 def _search_file(
-    path: str, display: str, regex: re.Pattern[str], context: int, budget: int, out: list[str]
+    workspace: Workspace,
+    path: str,
+    display: str,
+    regex: re.Pattern[str],
+    context: int,
+    budget: int,
+    out: list[str],
 ) -> tuple[int, bool]:
     """Append this file's matches (with context) to `out`; returns (matches, any line cut)."""
     try:
-        with open(path, "rb") as handle:
+        # The workspace's own open: no symlinks, no special files, no hard links when confined.
+        with os.fdopen(workspace.open_file(path, display, os.O_RDONLY), "rb") as handle:
             data = handle.read()
-    except OSError:
+    except (OSError, ToolError):
         return 0, False
     if b"\x00" in data[:8192]:
         return 0, False
@@ -146,7 +153,7 @@ def grep_sync(
         if os.path.islink(path) or not os.path.isfile(path):
             continue
         check()
-        found, cut = _search_file(path, display, regex, context, limit - total, out)
+        found, cut = _search_file(workspace, path, display, regex, context, limit - total, out)
         total += found
         cut_any |= cut
     if total == 0:

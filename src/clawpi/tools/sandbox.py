@@ -133,6 +133,11 @@ class Sandbox:
             self.workspace_root,
             self.workspace_root,
         ]
+        # The directories bwrap creates above the workspace stay unwritable: the private /tmp
+        # ones by mode, the rest because the sandbox's own root is remounted read-only.
+        for ancestor in _ancestors_under_tmp(self.workspace_root):
+            args += ["--chmod", "0555", ancestor]
+        args += ["--remount-ro", "/"]
         args += ["--clearenv"]
         for key, value in self.environment(env).items():
             args += ["--setenv", key, value]
