@@ -8,6 +8,7 @@ The same scenario runs, in the same process and taking turns, on:
 - openai-agents: `Runner.run` on a scripted `Model` subclass (the SDK ships none), tracing off;
 - a bare Python loop doing the same validation and serialisation by hand (the floor).
 
+Every tool is an async function, so no framework pays for a worker thread.
 Competitors are dev-only bench dependencies and are skipped when not importable:
 
     python -m venv --system-site-packages /tmp/benchvenv
@@ -36,8 +37,14 @@ import orjson
 from jsonschema import Draft202012Validator
 
 from clawpi.agent import Agent, AgentTool, ToolResult
-from clawpi.ai import ApiProvider, AssistantMessageBuilder, Context, Model, StreamOptions
-from clawpi.ai import register_api_provider
+from clawpi.ai import (
+    ApiProvider,
+    AssistantMessageBuilder,
+    Context,
+    Model,
+    StreamOptions,
+    register_api_provider,
+)
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -97,6 +104,30 @@ def clawpi_scenario() -> Scenario:
     return run
 
 
+def clawpi_faux_scenario() -> Scenario:
+    """The same run on the shipped `FauxProvider`, which also deep-copies every request."""
+    from clawpi.testing import FauxProvider, faux_tool_call
+
+    async def echo(call_id: str, params: Any, signal: Any = None, on_update: Any = None) -> Any:
+        return ToolResult(content=[{"type": "text", "text": params["text"]}], details={})
+
+    tool = AgentTool(name="echo", description="Echo text back", parameters=SCHEMA, execute=echo)
+    faux = FauxProvider(chunk_size=1 << 16)
+    seen: list[str] = []
+
+    async def run() -> str:
+        faux.push(faux_tool_call("echo", ARGS, "call_1"), FINAL)
+        agent = Agent(model=faux.model, system_prompt="You echo.", tools=[tool])
+        agent.subscribe(lambda event: seen.append(event["type"]))
+        await agent.prompt("say hello")
+        seen.clear()
+        faux.requests.clear()
+        faux.options.clear()
+        return agent.state.messages[-1]["content"][0]["text"]  # type: ignore[no-any-return]
+
+    return run
+
+
 # -- bare loop --------------------------------------------------------------------------------
 
 
@@ -139,7 +170,7 @@ def pydantic_ai_scenario() -> Scenario | None:
     agent = PAgent(FunctionModel(respond), system_prompt="You echo.")
 
     @agent.tool_plain
-    def echo(text: str) -> str:
+    async def echo(text: str) -> str:
         """Echo text back."""
         return text
 
@@ -170,7 +201,9 @@ def openai_agents_scenario() -> Scenario | None:
     class ScriptedModel(Model):
         """Answers with a tool call, then with the final text once a tool output is present."""
 
-        async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kw: Any) -> Any:
+        async def get_response(
+            self, system_instructions: Any, input: Any, *args: Any, **kw: Any
+        ) -> Any:
             has_output = isinstance(input, list) and any(
                 isinstance(item, dict) and item.get("type") == "function_call_output"
                 for item in input
@@ -179,14 +212,20 @@ def openai_agents_scenario() -> Scenario | None:
                 text = ResponseOutputText(type="output_text", text=FINAL, annotations=[])
                 output: list[Any] = [
                     ResponseOutputMessage(
-                        id="msg_1", type="message", role="assistant", status="completed",
+                        id="msg_1",
+                        type="message",
+                        role="assistant",
+                        status="completed",
                         content=[text],
                     )
                 ]
             else:
                 output = [
                     ResponseFunctionToolCall(
-                        id="fc_1", call_id="call_1", type="function_call", name="echo",
+                        id="fc_1",
+                        call_id="call_1",
+                        type="function_call",
+                        name="echo",
                         arguments=json.dumps(ARGS),
                     )
                 ]
@@ -196,7 +235,7 @@ def openai_agents_scenario() -> Scenario | None:
             raise NotImplementedError
 
     @function_tool
-    def echo(text: str) -> str:
+    async def echo(text: str) -> str:
         """Echo text back."""
         return text
 
@@ -213,9 +252,7 @@ def openai_agents_scenario() -> Scenario | None:
 # -- harness ----------------------------------------------------------------------------------
 
 
-async def measure(
-    scenarios: list[tuple[str, Scenario, int]], rounds: int
-) -> dict[str, float]:
+async def measure(scenarios: list[tuple[str, Scenario, int]], rounds: int) -> dict[str, float]:
     """Median seconds per run; rounds interleave the frameworks so load drift hits all alike."""
     for name, run, count in scenarios:
         for _ in range(max(20, count // 20)):
@@ -236,6 +273,7 @@ async def measure(
 async def main_async(runs: int, rounds: int) -> list[dict[str, Any]]:
     candidates: list[tuple[str, Scenario | None, int]] = [
         ("clawpi", clawpi_scenario(), runs),
+        ("clawpi on FauxProvider", clawpi_faux_scenario(), runs),
         ("bare python loop", bare_scenario(), runs),
         ("pydantic-ai FunctionModel", pydantic_ai_scenario(), max(1, runs // 10)),
         ("openai-agents scripted Model", openai_agents_scenario(), max(1, runs // 10)),
@@ -274,9 +312,7 @@ def main() -> None:
         if row["us_per_run"] is None:
             print(f"{row['framework']:<30} {'skipped (not installed)':>25}")
             continue
-        print(
-            f"{row['framework']:<30} {row['us_per_run']:>10.1f} {row['clawpi_ratio']:>13.3f}x"
-        )
+        print(f"{row['framework']:<30} {row['us_per_run']:>10.1f} {row['clawpi_ratio']:>13.3f}x")
 
 
 if __name__ == "__main__":
