@@ -1,0 +1,1 @@
+"""Front end: the `clawpi` command (run in text/json/rpc modes, models, sessions)."""
