@@ -7,6 +7,7 @@ document the shapes; nothing is validated per entry on the hot path.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Container
@@ -125,7 +126,7 @@ ENTRY_TYPES: frozenset[str] = frozenset(
 def generate_id(taken: Container[str]) -> str:
     """8 hex chars of a random UUID, redrawn on collision (pi's id scheme)."""
     for _ in range(_ID_ATTEMPTS):
-        candidate = uuid.uuid4().hex[:8]
+        candidate = os.urandom(4).hex()
         if candidate not in taken:
             return candidate
     return str(uuid.uuid4())
@@ -136,10 +137,19 @@ def now_iso() -> str:
     return iso_from_ms(int(time.time() * 1000))
 
 
+_last_second: tuple[int, str] = (-1, "")
+"""The formatted form of the last second seen; swapped as one tuple, so threads are safe."""
+
+
 def iso_from_ms(ms: int) -> str:
     """Epoch milliseconds to `YYYY-MM-DDTHH:MM:SS.mmmZ`."""
+    global _last_second
     seconds, millis = divmod(ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+    cached_second, text = _last_second
+    if cached_second != seconds:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _last_second = (seconds, text)
+    return f"{text}.{millis:03d}Z"
 
 
 def is_header(entry: object) -> bool:

@@ -103,9 +103,11 @@ def scan_session_bytes(data: bytes, report: RepairReport) -> list[bytes] | None:
 
 
 def repair_session_file(
-    path: str | os.PathLike[str], *, lock: SessionLock | None = None
+    path: str | os.PathLike[str], *, lock: SessionLock | None = None, fsync: bool = True
 ) -> RepairReport:
-    """Repair `path` in place under its write lock; see the module docstring."""
+    """Repair `path` in place under its write lock; see the module docstring.
+
+    `fsync=False` skips the flushes to disk (for sessions whose durability setting is off)."""
     file_path = Path(path)
     report = RepairReport(path=file_path)
     session_lock = lock if lock is not None else FileSessionLock(file_path)
@@ -130,20 +132,21 @@ def repair_session_file(
             with open(file_path, "ab") as handle:
                 handle.write(b"\n")
                 handle.flush()
-                os.fsync(handle.fileno())
+                if fsync:
+                    os.fsync(handle.fileno())
             report.repaired = True
             return report
         backup = file_path.with_name(
             f"{file_path.name}.bak-{os.getpid()}-{int(time.time() * 1000)}"
         )
         backup.write_bytes(data)
-        write_atomically(file_path, b"".join(line + b"\n" for line in kept))
+        write_atomically(file_path, b"".join(line + b"\n" for line in kept), fsync=fsync)
         report.backup_path = backup
         report.repaired = True
         return report
 
 
-def write_atomically(path: Path, content: bytes) -> None:
+def write_atomically(path: Path, content: bytes, *, fsync: bool = True) -> None:
     """Write `content` to a temp file next to `path`, fsync it and rename it over `path`."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     try:
@@ -156,13 +159,16 @@ def write_atomically(path: Path, content: bytes) -> None:
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if fsync:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         temp.unlink(missing_ok=True)
         raise
     os.close(fd)
     os.replace(temp, path)
+    if not fsync:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -123,17 +123,12 @@ class SessionManager:
     ) -> SessionManager:
         """Open any pi v1/v2/v3 file (repaired and migrated as needed); cwd from its header."""
         file = Path(os.path.abspath(path))
-        header = _peek_header(file)
-        cwd = header.get("cwd") if header else None
         directory = Path(session_dir) if session_dir is not None else file.parent
-        return cls(
-            cwd if isinstance(cwd, str) else os.getcwd(),
-            directory,
-            file,
-            True,
-            fsync=fsync,
-            repair=repair,
-        )
+        manager = cls(os.getcwd(), directory, file, True, fsync=fsync, repair=repair)
+        cwd = manager._header.get("cwd")
+        if isinstance(cwd, str):
+            manager.cwd = cwd
+        return manager
 
     @classmethod
     def continue_recent(
@@ -242,7 +237,7 @@ class SessionManager:
             return
         self._use_file(file)
         if self.persist and self.repair and parsed.damaged and parsed.header is not None:
-            self.repair_report = repair_session_file(file, lock=self._lock())
+            self.repair_report = repair_session_file(file, lock=self._lock(), fsync=self.fsync)
             parsed = read_session_file(file)
         if parsed.header is None:
             self._start_over(file, parsed)
@@ -597,12 +592,6 @@ class SessionManager:
 
 def _serialize(entries: Sequence[Entry]) -> bytes:
     return b"".join([dumps_entry(entry) + b"\n" for entry in entries])
-
-
-def _peek_header(file: Path) -> Entry | None:
-    from clawpi.session.loader import read_header
-
-    return read_header(file)
 
 
 def _resolve_dir(

@@ -87,7 +87,7 @@ class SessionWriter:
 
         with self.lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(self.path, content)
+            write_atomically(self.path, content, fsync=self.fsync)
             stat = self.path.stat()
             self.size, self.inode = stat.st_size, stat.st_ino
             self.ends_with_newline = True
