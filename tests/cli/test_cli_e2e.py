@@ -162,10 +162,10 @@ def test_json_mode_prints_header_then_events_in_order(
     ]
     # events are snapshots: the thinking_start line does not yet hold the full thinking text
     thinking_start = next(
-        l for l in lines if l.get("assistantMessageEvent", {}).get("type") == "thinking_start"
+        x for x in lines if x.get("assistantMessageEvent", {}).get("type") == "thinking_start"
     )
     assert thinking_start["message"]["content"][0]["thinking"] == ""
-    tool_end = next(l for l in lines if l["type"] == "tool_execution_end")
+    tool_end = next(x for x in lines if x["type"] == "tool_execution_end")
     assert tool_end["result"]["content"][0]["text"].strip() == "hi"
     second = server.requests[1].json()["messages"]
     assert second[-2]["reasoning_content"] == "Need to run a command."
