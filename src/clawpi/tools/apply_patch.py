@@ -52,6 +52,7 @@ class Hunk:
     old: list[str]
     new: list[str]
     at_end: bool = False
+    ops: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(slots=True)
@@ -127,6 +128,8 @@ def _parse_hunks(body: list[str], index: int, op: FileOp) -> int:
                 hunk = Hunk(None, [], [])
                 op.hunks.append(hunk)
             marker, rest = (line[:1], line[1:]) if line else (" ", "")
+            if marker in " -+":
+                hunk.ops.append((marker, rest))
             if marker == " ":
                 hunk.old.append(rest)
                 hunk.new.append(rest)
@@ -182,8 +185,19 @@ def apply_hunks(original: str, op: FileOp) -> str:
                 f"Update File {op.path}: hunk {number} does not match the file. Expected lines:\n"
                 f"{preview}\nRead the file again and rebuild the hunk with exact context."
             )
-        lines[position : position + len(hunk.old)] = hunk.new
-        cursor = position + len(hunk.new)
+        # Context lines keep the file's own text (whitespace the fuzzy match ignored).
+        replacement: list[str] = []
+        source = position
+        for marker, text in hunk.ops:
+            if marker == " ":
+                replacement.append(lines[source])
+                source += 1
+            elif marker == "-":
+                source += 1
+            else:
+                replacement.append(text)
+        lines[position : position + len(hunk.old)] = replacement
+        cursor = position + len(replacement)
     return "\n".join(lines) + ("\n" if trailing_newline or not lines else "")
 
 
