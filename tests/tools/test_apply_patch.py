@@ -69,7 +69,7 @@ async def test_failed_hunk_changes_nothing(patch, workspace: Path) -> None:
         "*** Begin Patch\n*** Update File: a.txt\n-one\n+ONE\n"
         "*** Update File: b.txt\n-nothere\n+x\n*** End Patch"
     )
-    with pytest.raises(PatchError, match="b.txt: hunk 1 does not match"):
+    with pytest.raises(PatchError, match=r"b\.txt: hunk 1 does not match"):
         await patch.execute("c", {"input": text})
     assert (workspace / "a.txt").read_text() == "one\n"
     assert (workspace / "b.txt").read_text() == "two\n"
