@@ -1,0 +1,1 @@
+"""Built-in runner extensions: compaction safeguard and context pruning."""
