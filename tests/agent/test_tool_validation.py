@@ -250,9 +250,10 @@ def test_compiled_fast_path_matches_coercion_plus_jsonschema(
 ) -> None:
     from jsonschema import Draft202012Validator
 
-    from clawpi.ai.validation import _NO, _coerce, _compile
+    from clawpi.agent.fast_schema import INVALID, compile_schema
+    from clawpi.ai.validation import _coerce
 
-    fast = _compile(schema)
+    fast = compile_schema(schema)
     assert fast is not None
     expected = _coerce(value, schema, schema, 0)
     valid = Draft202012Validator(schema).is_valid(expected)
@@ -260,4 +261,4 @@ def test_compiled_fast_path_matches_coercion_plus_jsonschema(
     if valid:
         assert got == expected and repr(got) == repr(expected)
     else:
-        assert got is _NO
+        assert got is INVALID

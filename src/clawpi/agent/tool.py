@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
+from clawpi.agent.fast_schema import INVALID, compile_schema
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.types import Tool, UserContent
 from clawpi.ai.validation import (
@@ -103,7 +104,7 @@ class AgentTool:
 class _CompiledParameters:
     """Schema, validator and (for typed parameters) pydantic adapter, built once per tool."""
 
-    __slots__ = ("_adapter", "_definition", "_validator", "schema", "source")
+    __slots__ = ("_adapter", "_definition", "_fast", "_validator", "schema", "source")
 
     def __init__(self, source: dict[str, Any] | type[Any]) -> None:
         self.source = source
@@ -113,6 +114,7 @@ class _CompiledParameters:
         else:
             self._adapter = TypeAdapter(source)
             self.schema = self._adapter.json_schema()
+        self._fast = compile_schema(self.schema)
         self._validator: ToolArgumentValidator | None = None
         self._definition: tuple[str, str, Tool] | None = None
 
@@ -129,12 +131,15 @@ class _CompiledParameters:
 
     def validate(self, tool_name: str, arguments: Mapping[str, Any]) -> Any:
         validator = self._validator
-        if validator is None:
+        if validator is None:  # also checks the schema itself, so the fast path waits for it
             try:
                 validator = self._validator = ToolArgumentValidator(self.schema)
             except ToolArgumentsError as exc:
                 raise ToolArgumentsError(f'Tool "{tool_name}": {exc}') from exc
-        params = validator.validate(tool_name, arguments)
+        fast = self._fast
+        params = fast(arguments) if fast is not None else INVALID
+        if params is INVALID:
+            params = validator.validate(tool_name, arguments)
         adapter = self._adapter
         if adapter is None:
             return params

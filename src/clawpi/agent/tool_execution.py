@@ -146,8 +146,9 @@ class _Batch:
                 text = SKIPPED_MESSAGE if self.steering else ABORTED_MESSAGE
                 for index, slot in enumerate(slots):
                     if isinstance(slot, _Prepared):
-                        slots[index] = _Outcome(error_result(text), True)
-                        await self._emit_end(slot.call, slots[index])  # type: ignore[arg-type]
+                        skipped = _Outcome(error_result(text), True)
+                        slots[index] = skipped
+                        await self._emit_end(slot.call, skipped)
         runnable = [slot for slot in slots if isinstance(slot, _Prepared)]
         tasks = self._run_tasks(runnable) if runnable else []
         pending = iter(tasks)

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import json
 import math
-import operator
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from jsonschema import ValidationError
@@ -44,7 +43,7 @@ class ToolNotFoundError(ClawpiError):
 class ToolArgumentValidator:
     """One tool schema compiled once: coerces, validates and explains, call after call."""
 
-    __slots__ = ("_fast", "_validator", "schema")
+    __slots__ = ("_validator", "schema")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
@@ -54,15 +53,9 @@ class ToolArgumentValidator:
         except SchemaError as exc:
             raise ToolArgumentsError(f"Invalid parameters schema: {exc.message}") from exc
         self._validator: Validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
-        self._fast = _compile(schema)
 
     def validate(self, tool_name: str, arguments: Any) -> Any:
         """A coerced copy of `arguments`; raises `ToolArgumentsError` with pi's text on failure."""
-        fast = self._fast
-        if fast is not None:
-            result = fast(arguments)
-            if result is not _NO:
-                return result
         coerced = _coerce(arguments, self.schema, self.schema, 0)
         validator = self._validator
         if validator.is_valid(coerced):
@@ -111,7 +104,8 @@ def validate_tool_call(tools: Iterable[Tool], tool_call: ToolCall) -> Any:
 # -- coercion ---------------------------------------------------------------------------------
 
 
-def _matches(value: Any, kind: str) -> bool:
+def matches_type(value: Any, kind: str) -> bool:
+    """Whether `value` is of JSON Schema type `kind` (true is not an integer)."""
     if kind == "string":
         return isinstance(value, str)
     if kind == "integer":
@@ -182,10 +176,11 @@ def _coerce_scalar(value: Any, kind: str) -> Any:
     return _NO
 
 
-def _coerce_type(value: Any, types: Any) -> Any:
+def coerce_type(value: Any, types: Any) -> Any:
+    """`value` as the first of `types` it already is or can be coerced to, else unchanged."""
     kinds: Sequence[Any] = types if isinstance(types, list) else (types,)
     for kind in kinds:
-        if _matches(value, kind):
+        if matches_type(value, kind):
             if kind == "integer" and isinstance(value, float):
                 return int(value)
             return value
@@ -229,12 +224,12 @@ def _branch_for(value: Any, branches: Sequence[Any], root: Mapping[str, Any]) ->
     typed = [(b, t) for b in branches if (t := _branch_type(b, root)) is not None]
     for branch, types in typed:
         kinds = types if isinstance(types, list) else [types]
-        if any(_matches(value, kind) for kind in kinds):
+        if any(matches_type(value, kind) for kind in kinds):
             return branch
     if len(typed) < len(branches):
         return None  # an untyped branch (an enum, a const) may accept the value as it is
     for branch, types in typed:
-        if _coerce_type(value, types) is not value:
+        if coerce_type(value, types) is not value:
             return branch
     return None
 
@@ -242,7 +237,7 @@ def _branch_for(value: Any, branches: Sequence[Any], root: Mapping[str, Any]) ->
 def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> Any:
     """A copy of `value` with scalars coerced where `schema` asks for another scalar type."""
     if not isinstance(schema, Mapping) or depth > 64:
-        return _clone(value)
+        return clone_json(value)
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#"):
         target = _resolve(root, ref)
@@ -250,7 +245,7 @@ def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> Any
             value = _coerce(value, target, root, depth + 1)
     types = schema.get("type")
     if types is not None:
-        value = _coerce_type(value, types)
+        value = coerce_type(value, types)
     if isinstance(value, dict):
         properties = schema.get("properties")
         extra = schema.get("additionalProperties")
@@ -284,201 +279,13 @@ def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> Any
     return value
 
 
-def _clone(value: Any) -> Any:
+def clone_json(value: Any) -> Any:
+    """A copy of a JSON value's containers (scalars are immutable)."""
     if isinstance(value, dict):
-        return {key: _clone(item) for key, item in value.items()}
+        return {key: clone_json(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_clone(item) for item in value]
+        return [clone_json(item) for item in value]
     return value
-
-
-# -- compiled fast path ----------------------------------------------------------------------
-#
-# Most tool schemas use a small set of keywords. For those, coercion and validation compile into
-# one closure per schema node that does both in a single pass, with exactly the semantics of the
-# general path (`_coerce` + jsonschema). Any other keyword anywhere keeps the schema on the
-# general path; a failing fast check falls through to it as well, for the error messages.
-
-_ANNOTATIONS = frozenset(
-    (
-        "title",
-        "description",
-        "default",
-        "examples",
-        "$comment",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "$schema",
-    )
-)
-_FAST_KEYWORDS = (
-    frozenset(
-        (
-            "type",
-            "properties",
-            "required",
-            "additionalProperties",
-            "items",
-            "enum",
-            "const",
-            "minimum",
-            "maximum",
-            "exclusiveMinimum",
-            "exclusiveMaximum",
-            "minLength",
-            "maxLength",
-            "minItems",
-            "maxItems",
-        )
-    )
-    | _ANNOTATIONS
-)
-
-_Node = Callable[[Any], Any]
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: true is not 1, and containers compare element-wise."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict | list) or isinstance(b, dict | list):
-        return False
-    return bool(a == b)
-
-
-def _compile(schema: Any) -> _Node | None:
-    """A coerce-and-check closure for `schema`, or None when it needs the general path."""
-    if schema is True or (isinstance(schema, Mapping) and not (schema.keys() - _ANNOTATIONS)):
-        return _clone
-    if not isinstance(schema, Mapping) or schema.keys() - _FAST_KEYWORDS:
-        return None
-    types = schema.get("type")
-    kinds: list[str] | None = None
-    if types is not None:
-        kinds = list(types) if isinstance(types, list) else [types]
-        if not all(isinstance(kind, str) for kind in kinds):
-            return None
-    properties: dict[str, _Node] = {}
-    for name, sub in (schema.get("properties") or {}).items():
-        node = _compile(sub)
-        if node is None:
-            return None
-        properties[name] = node
-    extra_schema = schema.get("additionalProperties", True)
-    extra: _Node | bool
-    if isinstance(extra_schema, bool):
-        extra = extra_schema
-    else:
-        compiled = _compile(extra_schema)
-        if compiled is None:
-            return None
-        extra = compiled
-    items_schema = schema.get("items")
-    items: _Node | None = None
-    if items_schema is not None:
-        items = _compile(items_schema)
-        if items is None:
-            return None
-    required = tuple(schema.get("required") or ())
-    checks = _scalar_checks(schema)
-    if checks is None:
-        return None
-
-    def run(value: Any) -> Any:
-        if kinds is not None:
-            value = _coerce_type(value, kinds)
-            if not any(_matches(value, kind) for kind in kinds):
-                return _NO
-        if isinstance(value, dict):
-            for name in required:
-                if name not in value:
-                    return _NO
-            out = {}
-            for key, item in value.items():
-                node = properties.get(key)
-                if node is None:
-                    if extra is False:
-                        return _NO
-                    if extra is True:
-                        out[key] = _clone(item)
-                        continue
-                    node = extra
-                new = node(item)
-                if new is _NO:
-                    return _NO
-                out[key] = new
-            value = out
-        elif isinstance(value, list):
-            if items is not None:
-                out_items = []
-                for item in value:
-                    new = items(item)
-                    if new is _NO:
-                        return _NO
-                    out_items.append(new)
-                value = out_items
-            else:
-                value = _clone(value)
-        for check in checks:
-            if not check(value):
-                return _NO
-        return value
-
-    return run
-
-
-def _scalar_checks(schema: Mapping[str, Any]) -> list[Callable[[Any], bool]] | None:
-    checks: list[Callable[[Any], bool]] = []
-    if "enum" in schema:
-        options = schema["enum"]
-        if not isinstance(options, list):
-            return None
-        checks.append(lambda v: any(_json_equal(v, option) for option in options))
-    if "const" in schema:
-        const = schema["const"]
-        checks.append(lambda v: _json_equal(v, const))
-    bounds: list[tuple[Callable[[Any, Any], bool], float]] = []
-    for key, test in (
-        ("minimum", operator.ge),
-        ("maximum", operator.le),
-        ("exclusiveMinimum", operator.gt),
-        ("exclusiveMaximum", operator.lt),
-    ):
-        if key in schema:
-            bound = schema[key]
-            if isinstance(bound, bool) or not isinstance(bound, int | float):
-                return None
-            bounds.append((test, bound))
-    if bounds:
-        checks.append(
-            lambda v: not _matches(v, "number") or all(test(v, bound) for test, bound in bounds)
-        )
-    for key, kind, low in (
-        ("minLength", str, True),
-        ("maxLength", str, False),
-        ("minItems", list, True),
-        ("maxItems", list, False),
-    ):
-        if key in schema:
-            limit = schema[key]
-            if isinstance(limit, bool) or not isinstance(limit, int):
-                return None
-            checks.append(_length_check(kind, limit, low))
-    return checks
-
-
-def _length_check(kind: type[Any], limit: int, low: bool) -> Callable[[Any], bool]:
-    def check(value: Any) -> bool:
-        if not isinstance(value, kind):
-            return True
-        return len(value) >= limit if low else len(value) <= limit
-
-    return check
 
 
 # -- AJV-style messages -----------------------------------------------------------------------
