@@ -22,7 +22,7 @@ from clawpi.session import SessionManager
 DEFAULT_TOOLS = ("read", "exec", "process", "edit", "write")
 DEFAULT_THINKING_LEVEL: ThinkingLevel = "medium"
 PREFERRED_MODELS: Mapping[str, str] = {
-    "anthropic": "claude-sonnet-4-5",
+    "anthropic": "claude-sonnet-4-6",
     "openai": "gpt-5.1",
     "google": "gemini-2.5-pro",
     "openrouter": "anthropic/claude-sonnet-4.6",
