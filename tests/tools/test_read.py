@@ -129,3 +129,11 @@ async def test_read_accepts_claude_file_path_alias(read, workspace: Path) -> Non
 async def test_read_keeps_invalid_utf8_readable(read, workspace: Path) -> None:
     (workspace / "latin.txt").write_bytes("café".encode("latin-1") + b"\nok")
     assert text_of(await read.execute("c1", {"path": "latin.txt"})) == "caf\ufffd\nok"
+
+
+async def test_read_deep_offset_in_a_multi_megabyte_file(read, workspace: Path) -> None:
+    (workspace / "deep.txt").write_text("".join(f"{i}\n" for i in range(1, 400_001)))  # ~2.7 MB
+    result = await read.execute("c1", {"path": "deep.txt", "offset": 300_000, "limit": 2})
+    assert text_of(result) == (
+        "300000\n300001\n\n[99999 more lines in file. Use offset=300002 to continue.]"
+    )

@@ -41,14 +41,29 @@ READ_PARAMETERS: dict[str, Any] = {
 }
 
 
+_SCAN_CHUNK = 1 << 20
+
+
 def _line_start(data: bytes, line_index: int) -> int:
-    """Byte offset where 0-based line `line_index` starts (len(data)+1 when past the end)."""
+    """Byte offset where 0-based line `line_index` starts (len(data)+1 when past the end).
+
+    Whole megabytes are skipped by counting their newlines, so a deep offset into a large
+    file costs a C-speed scan, not a Python loop per line."""
     position = 0
-    for _ in range(line_index):
-        found = data.find(b"\n", position)
-        if found < 0:
-            return len(data) + 1
-        position = found + 1
+    remaining = line_index
+    while remaining > 0:
+        chunk_end = min(len(data), position + _SCAN_CHUNK)
+        in_chunk = data.count(b"\n", position, chunk_end)
+        if in_chunk < remaining and chunk_end < len(data):
+            remaining -= in_chunk
+            position = chunk_end
+            continue
+        for _ in range(remaining):
+            found = data.find(b"\n", position)
+            if found < 0:
+                return len(data) + 1
+            position = found + 1
+        return position
     return position
 
 
