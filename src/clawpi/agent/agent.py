@@ -148,7 +148,7 @@ class Agent:
 
     @steering_mode.setter
     def steering_mode(self, mode: QueueMode) -> None:
-        self._steering.mode = MessageQueue(mode).mode
+        self._steering.set_mode(mode)
 
     @property
     def follow_up_mode(self) -> QueueMode:
@@ -156,7 +156,7 @@ class Agent:
 
     @follow_up_mode.setter
     def follow_up_mode(self, mode: QueueMode) -> None:
-        self._follow_up.mode = MessageQueue(mode).mode
+        self._follow_up.set_mode(mode)
 
     def steer(self, message: str | AgentMessage) -> None:
         """Deliver `message` after the current tool call; calls not yet run are skipped."""
@@ -194,14 +194,14 @@ class Agent:
     ) -> None:
         """Send text (with optional images) or message(s); returns when the run has ended."""
         self._check_idle()
+        if images and not isinstance(input, str):
+            raise AgentError("images= goes with a text prompt; put images in the message instead")
         if isinstance(input, str):
             prompts: list[AgentMessage] = [user_message(input, images or ())]
         elif isinstance(input, Mapping):
             prompts = [input]
         else:
             prompts = list(input)
-        if images and not isinstance(input, str):
-            raise AgentError("images= goes with a text prompt; put images in the message instead")
         await self._run(prompts, poll_steering_first=True)
 
     async def continue_(self) -> None:

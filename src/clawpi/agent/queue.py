@@ -17,11 +17,16 @@ class MessageQueue:
     __slots__ = ("_in_flight", "_queued", "mode")
 
     def __init__(self, mode: QueueMode = "one-at-a-time") -> None:
-        if mode not in ("all", "one-at-a-time"):
-            raise ValueError(f"queue mode must be 'all' or 'one-at-a-time', not {mode!r}")
-        self.mode: QueueMode = mode
+        self.mode: QueueMode = "one-at-a-time"
+        self.set_mode(mode)
         self._queued: deque[AgentMessage] = deque()
         self._in_flight: list[AgentMessage] = []
+
+    def set_mode(self, mode: QueueMode) -> None:
+        """ "all" drains everything queued at once; "one-at-a-time" one message per turn."""
+        if mode not in ("all", "one-at-a-time"):
+            raise ValueError(f"queue mode must be 'all' or 'one-at-a-time', not {mode!r}")
+        self.mode = mode
 
     def __len__(self) -> int:
         return len(self._queued)
