@@ -135,5 +135,5 @@ async def test_read_deep_offset_in_a_multi_megabyte_file(read, workspace: Path) 
     (workspace / "deep.txt").write_text("".join(f"{i}\n" for i in range(1, 400_001)))  # ~2.7 MB
     result = await read.execute("c1", {"path": "deep.txt", "offset": 300_000, "limit": 2})
     assert text_of(result) == (
-        "300000\n300001\n\n[99999 more lines in file. Use offset=300002 to continue.]"
+        "300000\n300001\n\n[100000 more lines in file. Use offset=300002 to continue.]"
     )
