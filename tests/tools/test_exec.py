@@ -285,3 +285,22 @@ async def test_sandbox_timeout_kills_everything_inside(make_tools) -> None:
             "c", {"command": f"setsid sleep {marker} & sleep {marker}", "timeout": 0.5}
         )
     assert wait_until_gone(marker) == []
+
+
+@requires_bwrap
+async def test_sandbox_network_is_shared_only_when_allowed(make_tools) -> None:
+    import socket
+
+    from clawpi.tools import SandboxConfig
+
+    tools = make_tools(sandbox=SandboxConfig(network=True))
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        result = await tools["exec"].execute(
+            "c", {"command": f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' && echo connected"}
+        )
+        assert text_of(result) == "connected\n"
+        connection, _ = listener.accept()
+        connection.close()
