@@ -1,0 +1,97 @@
+"""OpenClaw's config shape (`agents.defaults.*`, `models.providers.*`, `auth.*`, `channels.*`, ...)
+read with defaults, from a dict or a JSON file. Unknown keys are ignored, never rejected."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from clawpi.errors import ConfigError
+
+DEFAULT_PROVIDER = "anthropic"
+DEFAULT_MODEL = "claude-opus-4-6"
+DEFAULT_CONTEXT_TOKENS = 200_000
+DEFAULT_TIMEOUT_SECONDS = 600
+DEFAULT_MAX_CONCURRENT = 4
+DEFAULT_LLM_IDLE_TIMEOUT_S = 60
+MAX_TIMER_MS = 2_147_000_000
+
+ConfigInput = Mapping[str, Any] | str | os.PathLike[str] | None
+
+
+def load_config(config: ConfigInput) -> dict[str, Any]:
+    """A config dict from a dict, a JSON file path, or None (empty config)."""
+    if config is None:
+        return {}
+    if isinstance(config, Mapping):
+        return dict(config)
+    path = Path(config).expanduser()
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise ConfigError(f"Config file not found: {path}") from exc
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"Config file {path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"Config file {path} must hold a JSON object")
+    return data
+
+
+def get_path(config: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
+    """`get_path(cfg, "agents.defaults.timeoutSeconds", 600)`; missing or null -> default."""
+    current: Any = config
+    for part in dotted.split("."):
+        if not isinstance(current, Mapping):
+            return default
+        current = current.get(part)
+        if current is None:
+            return default
+    return current
+
+
+def agent_defaults(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = get_path(config, "agents.defaults", {})
+    return value if isinstance(value, Mapping) else {}
+
+
+def resolve_timeout_ms(config: Mapping[str, Any], timeout_ms: int | None) -> int:
+    """The run override when positive, else `agents.defaults.timeoutSeconds` (default 600 s)."""
+    if timeout_ms is not None and timeout_ms > 0:
+        return min(int(timeout_ms), MAX_TIMER_MS)
+    seconds = agent_defaults(config).get("timeoutSeconds")
+    if not isinstance(seconds, (int, float)) or seconds <= 0:
+        seconds = DEFAULT_TIMEOUT_SECONDS
+    return min(max(int(seconds * 1000), 1000), MAX_TIMER_MS)
+
+
+def resolve_llm_idle_timeout_ms(config: Mapping[str, Any], trigger: str | None = None) -> int:
+    """`agents.defaults.llm.idleTimeoutSeconds` (default 60 s, 0 disables; cron runs default off)."""
+    value = get_path(config, "agents.defaults.llm.idleTimeoutSeconds")
+    if value is None:
+        value = 0 if trigger == "cron" else DEFAULT_LLM_IDLE_TIMEOUT_S
+    if not isinstance(value, (int, float)) or value <= 0:
+        return 0
+    return min(int(value * 1000), MAX_TIMER_MS)
+
+
+def configured_fallbacks(config: Mapping[str, Any]) -> list[str]:
+    model = agent_defaults(config).get("model")
+    if isinstance(model, Mapping):
+        fallbacks = model.get("fallbacks")
+        if isinstance(fallbacks, list):
+            return [str(item) for item in fallbacks if isinstance(item, str) and item.strip()]
+    return []
+
+
+def configured_primary(config: Mapping[str, Any]) -> tuple[str, str]:
+    model = agent_defaults(config).get("model")
+    primary = model.get("primary") if isinstance(model, Mapping) else model
+    if isinstance(primary, str) and "/" in primary:
+        provider, _, model_id = primary.partition("/")
+        if provider.strip() and model_id.strip():
+            return provider.strip(), model_id.strip()
+    return DEFAULT_PROVIDER, DEFAULT_MODEL
