@@ -154,3 +154,15 @@ async def test_edit_keeps_undecodable_bytes(tools, workspace: Path) -> None:
     (workspace / "f.txt").write_bytes(b"keep \xff\xfe bytes\nchange me\n")
     await tools["edit"].execute("c", {"path": "f.txt", "oldText": "change me", "newText": "done"})
     assert (workspace / "f.txt").read_bytes() == b"keep \xff\xfe bytes\ndone\n"
+
+
+async def test_edit_diff_numbers_context_lines_by_the_old_file(tools, workspace: Path) -> None:
+    (workspace / "f.txt").write_text("a\nb\nc")
+    result = await tools["edit"].execute("c", {"path": "f.txt", "oldText": "b", "newText": "b\nx"})
+    assert result.details == {"diff": " 1 a\n 2 b\n+3 x\n 3 c", "firstChangedLine": 3}
+
+
+async def test_edit_lone_carriage_returns_become_newlines_like_pi(tools, workspace: Path) -> None:
+    (workspace / "mac.txt").write_bytes(b"one\rtwo\rthree")
+    await tools["edit"].execute("c", {"path": "mac.txt", "oldText": "two", "newText": "2"})
+    assert (workspace / "mac.txt").read_bytes() == b"one\n2\nthree"

@@ -22,7 +22,7 @@ def detect_line_ending(text: str) -> str:
 
 
 def to_lf(text: str) -> str:
-    return text.replace("\r\n", "\n")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def restore_line_endings(text: str, ending: str) -> str:
@@ -37,33 +37,36 @@ def fuzzy_normalize(text: str) -> str:
 
 
 def render_diff(old: str, new: str) -> tuple[str, int | None]:
-    """pi's numbered line diff (`+n`/`-n`/` n`, 4 context lines, ` ...` gaps) and the first
-    changed line of the new text."""
+    """pi's numbered line diff and the first changed line of the new text.
+
+    Changed lines are `-<old n>` / `+<new n>`; unchanged lines ` <old n>`, at most 4 before and
+    after each change (all of them between two nearby changes), gaps shown as ` <pad> ...`.
+    """
     old_lines = old.split("\n")
     new_lines = new.split("\n")
     width = len(str(max(len(old_lines), len(new_lines))))
-    pad = " " * width
+    gap = f" {' ' * width} ..."
     out: list[str] = []
     first_changed: int | None = None
     opcodes = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False).get_opcodes()
-
-    def context(j: int) -> str:
-        return f" {str(j + 1).rjust(width)} {new_lines[j]}"
-
     for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
-        if tag == "equal":
-            length = i2 - i1
-            lead = DIFF_CONTEXT_LINES if index > 0 else 0
-            trail = DIFF_CONTEXT_LINES if index < len(opcodes) - 1 else 0
-            if lead + trail >= length:
-                out.extend(context(j1 + k) for k in range(length))
-                continue
-            out.extend(context(j1 + k) for k in range(lead))
-            out.append(f" {pad} ...")
-            out.extend(context(j1 + k) for k in range(length - trail, length))
+        if tag != "equal":
+            if first_changed is None:
+                first_changed = j1 + 1
+            out.extend(f"-{str(k + 1).rjust(width)} {old_lines[k]}" for k in range(i1, i2))
+            out.extend(f"+{str(k + 1).rjust(width)} {new_lines[k]}" for k in range(j1, j2))
             continue
-        if first_changed is None:
-            first_changed = j1 + 1
-        out.extend(f"-{str(k + 1).rjust(width)} {old_lines[k]}" for k in range(i1, i2))
-        out.extend(f"+{str(k + 1).rjust(width)} {new_lines[k]}" for k in range(j1, j2))
+        after_change = index > 0
+        before_change = index < len(opcodes) - 1
+        start, end = i1, i2
+        if not after_change and end - start > DIFF_CONTEXT_LINES:
+            start = end - DIFF_CONTEXT_LINES
+        trimmed_end = end
+        if not before_change and trimmed_end - start > DIFF_CONTEXT_LINES:
+            trimmed_end = start + DIFF_CONTEXT_LINES
+        if start > i1:
+            out.append(gap)
+        out.extend(f" {str(k + 1).rjust(width)} {old_lines[k]}" for k in range(start, trimmed_end))
+        if trimmed_end < end:
+            out.append(gap)
     return "\n".join(out), first_changed
