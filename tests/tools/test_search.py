@@ -131,3 +131,12 @@ async def test_ls_limit_notice_and_errors(tools, workspace: Path) -> None:
 async def test_ls_empty_directory(tools, workspace: Path) -> None:
     (workspace / "empty").mkdir()
     assert text_of(await tools["ls"].execute("c", {"path": "empty"})) == "(empty directory)"
+
+
+async def test_grep_each_match_gets_its_own_context_block(tools, workspace: Path) -> None:
+    (workspace / "c.txt").write_text("a\nhit1\nb\nhit2\nc\n")
+    text = text_of(await tools["grep"].execute("c", {"pattern": "hit", "context": 1}))
+    assert text == "\n".join([
+        "c.txt-1- a", "c.txt:2: hit1", "c.txt-3- b",
+        "c.txt-3- b", "c.txt:4: hit2", "c.txt-5- c",
+    ])  # fmt: skip

@@ -59,14 +59,19 @@ GREP_PARAMETERS: dict[str, Any] = {
 }
 
 
-def finish_output(lines: list[str], notices: list[str]) -> tuple[str, dict[str, Any] | None]:
-    """Head-truncate to 50 KB and append the notices in one trailing bracket."""
+def finish_output(
+    lines: list[str], notices: list[str], trailing: list[str] | None = None
+) -> tuple[str, dict[str, Any] | None]:
+    """Head-truncate to 50 KB and append the notices (limit, size, then `trailing`) in one
+    trailing bracket."""
     truncation = truncate_head("\n".join(lines), max_lines=_NO_LINE_CAP)
     text = truncation.content
     details: dict[str, Any] = {}
+    notices = list(notices)
     if truncation.truncated:
         notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
         details["truncation"] = truncation.to_dict()
+    notices += trailing or []
     if notices:
         text += f"\n\n[{'. '.join(notices)}]"
     return text, details or None
@@ -81,7 +86,9 @@ def _search_file(
     budget: int,
     out: list[str],
 ) -> tuple[int, bool]:
-    """Append this file's matches (with context) to `out`; returns (matches, any line cut)."""
+    """Append one block per match (pi repeats shared context lines) to `out`; returns
+    (matches, whether a line was cut). Unlike pi, a file's final newline does not produce an
+    empty context line."""
     try:
         # The workspace's own open: no symlinks, no special files, no hard links when confined.
         with os.fdopen(workspace.open_file(path, display, os.O_RDONLY), "rb") as handle:
@@ -90,30 +97,18 @@ def _search_file(
         return 0, False
     if b"\x00" in data[:8192]:
         return 0, False
-    lines = data.decode("utf-8", "replace").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    matches = 0
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    searchable = lines[:-1] if lines and lines[-1] == "" else lines
+    matches = [n for n, line in enumerate(searchable, 1) if regex.search(line)][:budget]
     cut_any = False
-    last_printed = -1
-    for number, line in enumerate(lines):
-        if matches >= budget:
-            break
-        if not regex.search(line):
-            continue
-        matches += 1
-        start = max(last_printed + 1, number - context)
-        for k in range(start, min(len(lines), number + context + 1)):
-            if k <= last_printed:
-                continue
-            if k > number and k < len(lines) and regex.search(lines[k]):
-                break
-            text, cut = truncate_line(lines[k].rstrip("\r"))
+    for number in matches:
+        for current in range(max(1, number - context), min(len(searchable), number + context) + 1):
+            shown, cut = truncate_line(lines[current - 1])
             cut_any |= cut
-            sep = ":" if k == number else "-"
-            out.append(f"{display}{sep}{k + 1}{sep} {text}")
-            last_printed = k
-    return matches, cut_any
+            sep = ":" if current == number else "-"
+            out.append(f"{display}{sep}{current}{sep} {shown}")
+    return len(matches), cut_any
 
 
 def grep_sync(
@@ -163,12 +158,16 @@ def grep_sync(
         notices.append(
             f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine pattern"
         )
-    if cut_any:
-        notices.append("Some lines truncated to 500 chars. Use read tool to see full lines")
-    text, details = finish_output(out, notices)
+    trailing = (
+        ["Some lines truncated to 500 chars. Use read tool to see full lines"] if cut_any else []
+    )
+    text, details = finish_output(out, notices, trailing)
+    extra: dict[str, Any] = {}
     if total >= limit:
-        details = {**(details or {}), "matchLimitReached": limit}
-    return ToolResult.text(text, details=details)
+        extra["matchLimitReached"] = limit
+    if cut_any:
+        extra["linesTruncated"] = True
+    return ToolResult.text(text, details={**(details or {}), **extra} or None)
 
 
 def create_grep_tool(workspace: Workspace) -> AgentTool:
