@@ -100,6 +100,7 @@ class AgentSession:
         self._auto_retry = settings_manager.settings.retry.enabled
         self._next_turn: list[dict[str, Any]] = []
         self._base_system_prompt = ""
+        self._system_prompt_override: str | None = None
         self._unsubscribe_agent = agent.subscribe(self._on_agent_event)
         agent.convert_to_llm = self._convert_to_llm
         agent.transform_context = self._transform_context
@@ -169,6 +170,11 @@ class AgentSession:
                 f"Unknown tool(s): {', '.join(unknown)}; available: {', '.join(self._tools)}"
             )
         self._active = list(dict.fromkeys(names))
+        self._apply_tools()
+
+    def set_system_prompt(self, prompt: str | None) -> None:
+        """Use `prompt` as the whole system prompt from now on (None restores the default)."""
+        self._system_prompt_override = prompt
         self._apply_tools()
 
     # -- listeners -------------------------------------------------------------------------
@@ -308,6 +314,10 @@ class AgentSession:
             if name in self._active
             for line in registered.prompt_guidelines
         ]
+        if self._system_prompt_override is not None:
+            self._base_system_prompt = self._system_prompt_override
+            self.agent.state.system_prompt = self._base_system_prompt
+            return
         loader = self.resource_loader
         self._base_system_prompt = build_system_prompt(
             cwd=self.cwd,
