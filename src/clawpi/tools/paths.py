@@ -112,10 +112,23 @@ class Workspace:
     def relative(self, real: str) -> str:
         return os.path.relpath(real, self.root) if is_within(real, self.root) else real
 
-    def open_file(self, real: str, raw: str, flags: int, mode: int = 0o666) -> int:
-        """Open a regular file without following a final symlink; re-check where it landed."""
+    def open_file(
+        self, real: str, raw: str, flags: int, mode: int = 0o666, *, create_parents: bool = False
+    ) -> int:
+        """Open a regular file; re-check where it landed.
+
+        Inside a confined workspace the path is walked one directory at a time from the root
+        with O_NOFOLLOW (and parents are created the same way), so a symlink swapped in after
+        `resolve` makes the open fail instead of creating or touching anything outside.
+        """
+        open_flags = flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         try:
-            fd = os.open(real, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
+            if self.confined and is_within(real, self.root) and real != self.root:
+                fd = self._open_beneath(real, open_flags, mode, create_parents)
+            else:
+                if create_parents:
+                    os.makedirs(os.path.dirname(real), exist_ok=True)
+                fd = os.open(real, open_flags, mode)
         except FileNotFoundError:
             raise ToolError(f"File not found: {raw}") from None
         except IsADirectoryError:
@@ -123,7 +136,7 @@ class Workspace:
         except PermissionError:
             raise ToolError(f"Permission denied: {raw}") from None
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise PathEscapeError(
                     f"Path {raw!r} became a symbolic link while it was being opened; refused."
                 ) from None
@@ -139,6 +152,28 @@ class Workspace:
             raise
         os.set_blocking(fd, True)
         return fd
+
+    def _open_beneath(self, real: str, flags: int, mode: int, create_parents: bool) -> int:
+        parts = os.path.relpath(real, self.root).split("/")
+        directory_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        dir_fd = os.open(self.root, directory_flags)
+        try:
+            for part in parts[:-1]:
+                try:
+                    next_fd = os.open(part, directory_flags, dir_fd=dir_fd)
+                except FileNotFoundError:
+                    if not create_parents:
+                        raise
+                    try:
+                        os.mkdir(part, dir_fd=dir_fd)
+                    except FileExistsError:
+                        pass
+                    next_fd = os.open(part, directory_flags, dir_fd=dir_fd)
+                os.close(dir_fd)
+                dir_fd = next_fd
+            return os.open(parts[-1], flags, mode, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
 
     def _check_open_file(self, fd: int, raw: str, for_write: bool) -> None:
         info = os.fstat(fd)
@@ -158,22 +193,3 @@ def check_regular(info: os.stat_result, raw: str) -> None:
     for predicate, kind in _FILE_KINDS:
         if predicate(info.st_mode):
             raise UnsafePathError(f"{raw} is {kind}, not a regular file; refused.")
-
-
-def ensure_parent_dirs(workspace: Workspace, real: str, raw: str) -> None:
-    """`mkdir -p` of the parent, re-checking each created directory stays inside."""
-    parent = os.path.dirname(real)
-    missing: list[str] = []
-    while parent and not os.path.exists(parent):
-        missing.append(parent)
-        parent = os.path.dirname(parent)
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise ToolError(
-                f"Cannot create directory {directory} for {raw}: {exc.strerror}"
-            ) from None
-        workspace.check_inside(os.path.realpath(directory), raw, for_write=True)

@@ -9,7 +9,7 @@ from typing import Any
 from clawpi.agent.tool import AgentTool, ToolResult, ToolUpdateCallback
 from clawpi.ai.abort import AbortSignal
 from clawpi.tools.params import as_mapping, normalize_aliases, require_str
-from clawpi.tools.paths import Workspace, ensure_parent_dirs
+from clawpi.tools.paths import Workspace
 
 WRITE_DESCRIPTION = (
     "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. "
@@ -37,9 +37,8 @@ def js_length(text: str) -> int:
 def write_file_bytes(workspace: Workspace, raw: str, data: bytes) -> str:
     """Write `data` to the confined path `raw`; returns the real path written."""
     real = workspace.resolve(raw, for_write=True)
-    ensure_parent_dirs(workspace, real, raw)
     # No O_TRUNC: the file is truncated only after it is known to be a safe target.
-    fd = workspace.open_file(real, raw, os.O_WRONLY | os.O_CREAT)
+    fd = workspace.open_file(real, raw, os.O_WRONLY | os.O_CREAT, create_parents=True)
     with os.fdopen(fd, "wb") as handle:
         handle.truncate(0)
         handle.write(data)
