@@ -1,0 +1,144 @@
+"""How much history a chat keeps: the last N user turns, per channel and per DM.
+
+A long-running Telegram DM or a busy group channel would otherwise grow until every turn pays
+for (or overflows on) months of messages. The limit comes from the channel config:
+`channels.<channel>.dmHistoryLimit` for direct messages (a per-peer
+`channels.<channel>.dms.<peerId>.historyLimit` wins) and `channels.<channel>.historyLimit`
+for groups and channels; account-scoped keys read `channels.<channel>.accounts.<id>` first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from clawpi.runner.sanitize import is_compaction_summary, tool_calls_of, tool_result_id
+
+Msg = dict[str, Any]
+
+DM_KINDS: Final = frozenset({"dm", "direct"})
+GROUP_KINDS: Final = frozenset({"group", "channel"})
+_THREAD_SUFFIX_RE: Final = re.compile(r"^(.*?)(?::(?:thread|topic):[^:]+)+$", re.I)
+_PREAMBLE_ROLES: Final = frozenset({"compactionSummary", "branchSummary"})
+
+
+def _is_preamble(message: Mapping[str, Any]) -> bool:
+    return message.get("role") in _PREAMBLE_ROLES or is_compaction_summary(message)
+
+
+def limit_history_turns(messages: Sequence[Msg], limit: int | None) -> list[Msg]:
+    """Keep the last `limit` user turns (each with the replies and tool traffic after it).
+
+    `None` or a limit <= 0 keeps everything (the same list comes back). A compaction summary at
+    the head of the history is kept in front. The cut is always at the start of a user turn, and
+    it moves one turn earlier rather than separate a tool result from the call it answers.
+    """
+    history = list(messages) if not isinstance(messages, list) else messages
+    if not limit or limit <= 0 or not history:
+        return history
+    start = 0
+    while start < len(history) and _is_preamble(history[start]):
+        start += 1
+    user_starts = [i for i in range(start, len(history)) if history[i].get("role") == "user"]
+    if len(user_starts) <= limit:
+        return history
+    turn = len(user_starts) - limit
+    while turn > 0:
+        cut = user_starts[turn]
+        kept_calls = {cid for m in history[cut:] for cid, _ in tool_calls_of(m)}
+        dropped_calls = {cid for m in history[start:cut] for cid, _ in tool_calls_of(m)}
+        orphaned = any(
+            m.get("role") == "toolResult"
+            and tool_result_id(m) in dropped_calls
+            and tool_result_id(m) not in kept_calls
+            for m in history[cut:]
+        )
+        if not orphaned:
+            break
+        turn -= 1
+    if turn == 0:
+        return history
+    return [*history[:start], *history[user_starts[turn] :]]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKeyParts:
+    channel: str
+    kind: str
+    peer_id: str
+    account_id: str | None = None
+
+
+def _strip_thread_suffix(peer: str) -> str:
+    match = _THREAD_SUFFIX_RE.match(peer)
+    return match.group(1) if match else peer
+
+
+def parse_session_key(session_key: str | None) -> SessionKeyParts | None:
+    """`agent:<agentId>:<channel>[:<account>]:<kind>:<peer>` or `<channel>:<kind>:<peer>`.
+
+    Thread and topic suffixes (`:thread:<n>`, `:topic:<n>`) are removed from the peer id.
+    """
+    if not session_key:
+        return None
+    parts = [p for p in session_key.split(":") if p]
+    if len(parts) >= 3 and parts[0].lower() == "agent":
+        parts = parts[2:]
+    if len(parts) < 2:
+        return None
+    channel = parts[0].lower()
+    known = DM_KINDS | GROUP_KINDS
+    if parts[1].lower() in known:
+        return SessionKeyParts(channel, parts[1].lower(), _strip_thread_suffix(":".join(parts[2:])))
+    if len(parts) >= 3 and parts[2].lower() in known:
+        return SessionKeyParts(
+            channel, parts[2].lower(), _strip_thread_suffix(":".join(parts[3:])), parts[1]
+        )
+    return None
+
+
+def _as_limit(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def _lookup(section: Mapping[str, Any], parts: SessionKeyParts) -> int | None:
+    if parts.kind in DM_KINDS:
+        dms = section.get("dms")
+        if parts.peer_id and isinstance(dms, Mapping):
+            peer = dms.get(parts.peer_id)
+            if isinstance(peer, Mapping) and _as_limit(peer.get("historyLimit")) is not None:
+                return _as_limit(peer.get("historyLimit"))
+        return _as_limit(section.get("dmHistoryLimit"))
+    return _as_limit(section.get("historyLimit"))
+
+
+def get_history_limit_from_session_key(
+    session_key: str | None, config: Mapping[str, Any] | None
+) -> int | None:
+    """The history limit configured for this session's channel and peer, or None.
+
+    Direct messages: `dms.<peer>.historyLimit`, else `dmHistoryLimit`. Groups and channels:
+    `historyLimit`. Keys that name no channel kind, or channels without config, give None.
+    """
+    parts = parse_session_key(session_key)
+    channels = config.get("channels") if isinstance(config, Mapping) else None
+    if parts is None or not isinstance(channels, Mapping):
+        return None
+    section = next(
+        (v for k, v in channels.items() if isinstance(k, str) and k.lower() == parts.channel),
+        None,
+    )
+    if not isinstance(section, Mapping):
+        return None
+    if parts.account_id is not None:
+        accounts = section.get("accounts")
+        account = accounts.get(parts.account_id) if isinstance(accounts, Mapping) else None
+        if isinstance(account, Mapping):
+            scoped = _lookup(account, parts)
+            if scoped is not None:
+                return scoped
+    return _lookup(section, parts)

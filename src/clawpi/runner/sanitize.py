@@ -1,0 +1,946 @@
+"""Session history made valid for the target provider before each prompt (seed 004's pipeline).
+
+`sanitize_session_history` runs the eight steps of OpenClaw's `sanitizeSessionHistory`, in the
+seed's order, each a small function of its own:
+
+1. `annotate_inter_session_user_messages`: prefix messages relayed from another session
+   (and, for Anthropic, drop transcript-only delivery-mirror records);
+2. `sanitize_session_messages_images`: tool-call ids rewritten for strict providers, old
+   already-answered images replaced by a note, images brought within the size limits,
+   foreign thought signatures stripped, blank text and empty assistant turns dropped
+   (plus `drop_thinking_blocks` where the policy asks for it);
+3. `sanitize_antigravity_thinking_blocks`: Claude-via-Google thinking keeps only valid
+   base64 signatures under `thinkingSignature`;
+4. `sanitize_tool_call_inputs`: malformed or unknown tool calls dropped;
+5. `repair_tool_use_result_pairing`: every call answered right after its turn, orphans and
+   duplicates dropped;
+6. `strip_tool_result_details`: UI-only `details` never reach the model (and stale usage before
+   the latest compaction is zeroed);
+7. `downgrade_openai_reasoning_blocks`: after a model switch, Responses reasoning items that
+   cannot be replayed are dropped;
+8. `apply_google_turn_ordering_fix`: a Gemini history never opens with a model turn.
+
+This is the OpenClaw layer; `clawpi.ai.transform_messages` still runs per request (thinking of
+other models, cross-provider id normalisation, dropping errored turns). Every step is a pure
+function of the messages (the input is never mutated), deterministic (no clocks, no random
+ids) and idempotent. Steps 7 and 8 may append a custom entry to the session as a marker.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+from clawpi.ai.types import empty_usage
+from clawpi.runner.images import ImageLimits, image_block_within_limits, sanitize_image_block
+from clawpi.runner.transcript_policy import (
+    ThoughtSignaturePolicy,
+    ToolCallIdMode,
+    TranscriptPolicy,
+    is_google_model_api,
+    is_openai_responses_api,
+)
+from clawpi.session.context import COMPACTION_SUMMARY_PREFIX
+from clawpi.session.guard import MISSING_TOOL_RESULT_TEXT
+from clawpi.session.store import SessionManager
+
+Msg = dict[str, Any]
+
+INTER_SESSION_PREFIX: Final = "[Inter-session message]"
+PRUNED_HISTORY_IMAGE_TEXT: Final = "[image data removed - already processed by model]"
+KEEP_IMAGE_TURNS: Final = 3
+"""The most recent completed turns whose images stay byte-identical (prompt caches)."""
+GOOGLE_BOOTSTRAP_TEXT: Final = "(session bootstrap)"
+GOOGLE_TURN_ORDERING_CUSTOM_TYPE: Final = "google-turn-ordering-bootstrap"
+MODEL_SNAPSHOT_CUSTOM_TYPE: Final = "model-snapshot"
+REDACTED_ATTACHMENT: Final = "__OPENCLAW_REDACTED__"
+TOOL_CALL_TYPES: Final = frozenset(
+    {"toolCall", "toolUse", "functionCall", "tool_use", "tool_call", "function_call"}
+)
+TOOL_NAME_MAX_CHARS: Final = 64
+STRICT_ID_MAX_CHARS: Final = 40
+STRICT9_LEN: Final = 9
+
+_TOOL_NAME_RE: Final = re.compile(r"^[A-Za-z0-9_-]+$")
+_NON_ALNUM_RE: Final = re.compile(r"[^A-Za-z0-9]")
+_KIMI_ID_RE: Final = re.compile(r"^functions\.[A-Za-z0-9_-]+:\d+$")
+_BASE64_SIGNATURE_RE: Final = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+
+
+# -- shared helpers ---------------------------------------------------------------------------
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Any]:
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
+def _is_tool_call(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in TOOL_CALL_TYPES
+
+
+def tool_calls_of(message: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """`(id, name)` of each tool call with a non-blank id, in order."""
+    calls = []
+    for block in _blocks(message):
+        if _is_tool_call(block) and isinstance(block.get("id"), str) and block["id"]:
+            name = block.get("name")
+            calls.append((block["id"], name if isinstance(name, str) else ""))
+    return calls
+
+
+def tool_result_id(message: Mapping[str, Any]) -> str | None:
+    for key in ("toolCallId", "toolUseId"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def is_compaction_summary(message: Mapping[str, Any]) -> bool:
+    """pi's compaction summary, as an agent message or converted to a user message."""
+    if message.get("role") == "compactionSummary":
+        return True
+    if message.get("role") != "user":
+        return False
+    content = message.get("content")
+    text = content if isinstance(content, str) else ""
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        text = str(content[0].get("text") or "")
+    return text.startswith(COMPACTION_SUMMARY_PREFIX)
+
+
+# -- 1. inter-session provenance ----------------------------------------------------------------
+
+
+def _inter_session_prefix(provenance: Mapping[str, Any]) -> str:
+    details = [
+        f"{label}={provenance[key]}"
+        for key, label in (
+            ("sourceSessionKey", "sourceSession"),
+            ("sourceChannel", "sourceChannel"),
+            ("sourceTool", "sourceTool"),
+        )
+        if isinstance(provenance.get(key), str) and provenance[key]
+    ]
+    return " ".join([INTER_SESSION_PREFIX, *details])
+
+
+def annotate_inter_session_user_messages(messages: list[Msg]) -> list[Msg]:
+    """Prefix user messages whose provenance says they came from another session (once)."""
+    out: list[Msg] = []
+    changed = False
+    for message in messages:
+        provenance = message.get("provenance")
+        if (
+            message.get("role") != "user"
+            or not isinstance(provenance, dict)
+            or provenance.get("kind") != "inter_session"
+        ):
+            out.append(message)
+            continue
+        prefix = _inter_session_prefix(provenance)
+        content = message.get("content")
+        if isinstance(content, str):
+            if content.startswith(prefix):
+                out.append(message)
+                continue
+            out.append({**message, "content": f"{prefix}\n{content}"})
+        elif isinstance(content, list):
+            index = next(
+                (
+                    i
+                    for i, b in enumerate(content)
+                    if isinstance(b, dict) and b.get("type") == "text"
+                ),
+                None,
+            )
+            if index is None:
+                new_content = [{"type": "text", "text": prefix}, *content]
+            elif str(content[index].get("text", "")).startswith(prefix):
+                out.append(message)
+                continue
+            else:
+                new_content = list(content)
+                block = content[index]
+                new_content[index] = {**block, "text": f"{prefix}\n{block.get('text', '')}"}
+            out.append({**message, "content": new_content})
+        else:
+            out.append(message)
+            continue
+        changed = True
+    return out if changed else messages
+
+
+def drop_delivery_mirror_messages(messages: list[Msg]) -> list[Msg]:
+    """Drop the assistant records of channel deliveries (transcript-only, never model output)."""
+    kept = [
+        m
+        for m in messages
+        if not (
+            m.get("role") == "assistant"
+            and m.get("provider") == "openclaw"
+            and m.get("model") == "delivery-mirror"
+        )
+    ]
+    return kept if len(kept) != len(messages) else messages
+
+
+# -- 2. ids, images, signatures, blanks -------------------------------------------------------
+
+
+def _short_hash(text: str, length: int) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def sanitize_tool_call_id(tool_call_id: str, mode: ToolCallIdMode = "strict") -> str:
+    """`strict`: alphanumerics only (at most 40); `strict9`: exactly 9 alphanumerics."""
+    alnum = _NON_ALNUM_RE.sub("", tool_call_id or "")
+    if mode == "strict9":
+        if len(alnum) >= STRICT9_LEN:
+            return alnum[:STRICT9_LEN]
+        return _short_hash(alnum or "sanitized", STRICT9_LEN)
+    if not tool_call_id:
+        return "defaulttoolid"
+    return (alnum or "sanitizedtoolid")[:STRICT_ID_MAX_CHARS]
+
+
+def _is_valid_id(value: str, mode: ToolCallIdMode, keep_kimi: bool) -> bool:
+    if mode == "strict9":
+        return len(value) == STRICT9_LEN and value.isascii() and value.isalnum()
+    if keep_kimi and _KIMI_ID_RE.match(value):
+        return True
+    return 0 < len(value) <= STRICT_ID_MAX_CHARS and value.isascii() and value.isalnum()
+
+
+class _IdAllocator:
+    """Rewrites ids consistently: each call occurrence gets a unique id, its result follows it."""
+
+    def __init__(self, mode: ToolCallIdMode, keep_kimi: bool) -> None:
+        self.mode = mode
+        self.keep_kimi = keep_kimi
+        self.used: set[str] = set()
+        self.occurrences: dict[str, int] = {}
+        self.pending: dict[str, list[str]] = {}
+
+    def _unique(self, raw: str, seed: str) -> str:
+        if self.keep_kimi and _KIMI_ID_RE.match(raw) and raw not in self.used:
+            return raw
+        candidate = sanitize_tool_call_id(seed, self.mode)
+        counter = 0
+        while candidate in self.used:
+            counter += 1
+            if self.mode == "strict9":
+                candidate = _short_hash(f"{seed}:{counter}", STRICT9_LEN)
+            else:
+                suffix = _short_hash(f"{seed}:{counter}", 8)
+                candidate = candidate[: STRICT_ID_MAX_CHARS - len(suffix)] + suffix
+        return candidate
+
+    def for_call(self, raw: str) -> str:
+        occurrence = self.occurrences.get(raw, 0) + 1
+        self.occurrences[raw] = occurrence
+        if (
+            occurrence == 1
+            and raw not in self.used
+            and _is_valid_id(raw, self.mode, self.keep_kimi)
+        ):
+            new = raw
+        else:
+            new = self._unique(raw, raw if occurrence == 1 else f"{raw}:{occurrence}")
+        self.used.add(new)
+        self.pending.setdefault(raw, []).append(new)
+        return new
+
+    def for_result(self, raw: str) -> str:
+        queue = self.pending.get(raw)
+        if queue:
+            return queue.pop(0)
+        if _is_valid_id(raw, self.mode, self.keep_kimi):
+            return raw
+        return sanitize_tool_call_id(raw, self.mode)
+
+
+def sanitize_tool_call_ids(
+    messages: list[Msg], mode: ToolCallIdMode = "strict", *, keep_kimi_ids: bool = False
+) -> list[Msg]:
+    """Rewrite tool-call ids for strict providers, the same way on the call and its result.
+
+    Ids that are already valid and unique are kept, so a clean history comes back as the same
+    list. Collisions (two ids that sanitise alike, or one id reused by two calls) get a
+    hash-derived suffix; results are matched to calls in order of occurrence.
+    """
+    ids = _IdAllocator(mode, keep_kimi_ids)
+    out: list[Msg] = []
+    changed = False
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant" and any(_is_tool_call(b) for b in _blocks(message)):
+            new_blocks = []
+            touched = False
+            for block in _blocks(message):
+                if _is_tool_call(block) and isinstance(block.get("id"), str) and block["id"]:
+                    new_id = ids.for_call(block["id"])
+                    if new_id != block["id"]:
+                        block = {**block, "id": new_id}
+                        touched = True
+                new_blocks.append(block)
+            if touched:
+                message = {**message, "content": new_blocks}
+                changed = True
+        elif role == "toolResult":
+            updates = {}
+            shared = message.get("toolCallId") == message.get("toolUseId")
+            resolved: str | None = None
+            for key in ("toolCallId", "toolUseId"):
+                raw = message.get(key)
+                if isinstance(raw, str) and raw:
+                    new_id = resolved if shared and resolved else ids.for_result(raw)
+                    resolved = new_id
+                    if new_id != raw:
+                        updates[key] = new_id
+            if updates:
+                message = {**message, **updates}
+                changed = True
+        out.append(message)
+    return out if changed else messages
+
+
+def prune_processed_history_images(
+    messages: list[Msg], keep_recent_turns: int = KEEP_IMAGE_TURNS
+) -> list[Msg]:
+    """Replace images the model already answered with a note, except in the recent turns.
+
+    A user turn is completed once an assistant message follows it. Images in user and tool
+    result messages of completed turns older than the `keep_recent_turns` most recent ones
+    become `[image data removed - already processed by model]`.
+    """
+    user_indexes = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    last_assistant = max(
+        (i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1
+    )
+    completed = [i for i in user_indexes if i < last_assistant]
+    if len(completed) <= keep_recent_turns:
+        return messages
+    cutoff = completed[len(completed) - keep_recent_turns] if keep_recent_turns > 0 else None
+    end = cutoff if cutoff is not None else last_assistant
+    out = list(messages)
+    changed = False
+    for index in range(end):
+        message = messages[index]
+        if message.get("role") not in ("user", "toolResult"):
+            continue
+        blocks = _blocks(message)
+        if not any(isinstance(b, dict) and b.get("type") == "image" for b in blocks):
+            continue
+        new_blocks = [
+            {"type": "text", "text": PRUNED_HISTORY_IMAGE_TEXT}
+            if isinstance(b, dict) and b.get("type") == "image"
+            else b
+            for b in blocks
+        ]
+        out[index] = {**message, "content": new_blocks}
+        changed = True
+    return out if changed else messages
+
+
+def _sanitize_images_in(blocks: list[Any], limits: ImageLimits) -> list[Any] | None:
+    """Blocks with every image within the limits, or None if nothing had to change."""
+    new_blocks: list[Any] | None = None
+    for index, block in enumerate(blocks):
+        if not (isinstance(block, dict) and block.get("type") == "image"):
+            continue
+        if image_block_within_limits(block, limits):
+            continue
+        if new_blocks is None:
+            new_blocks = list(blocks)
+        new_blocks[index] = sanitize_image_block(block, limits)
+    return new_blocks
+
+
+def _is_base64_signature(value: str) -> bool:
+    compact = re.sub(r"\s+", "", value)
+    if not compact:
+        return False
+    urlsafe = "-" in compact or "_" in compact
+    try:
+        decoded = (
+            base64.urlsafe_b64decode(compact + "=" * (-len(compact) % 4))
+            if urlsafe
+            else base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
+        )
+    except (binascii.Error, ValueError):
+        return False
+    if not decoded:
+        return False
+    encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(decoded).decode()
+    return encoded.rstrip("=") == compact.rstrip("=")
+
+
+def strip_thought_signatures(
+    blocks: list[Any], policy: ThoughtSignaturePolicy | None
+) -> list[Any] | None:
+    """Blocks without thought signatures another provider wrote, or None if none were found.
+
+    Thinking blocks are never touched (Anthropic needs them byte-identical).
+    """
+    base64_only = policy.allow_base64_only if policy else False
+    keys = (
+        ("thought_signature", "thoughtSignature")
+        if policy and policy.include_camel_case
+        else ("thought_signature",)
+    )
+
+    def foreign(value: Any) -> bool:
+        if not base64_only:
+            return isinstance(value, str) and value.startswith("msg_")
+        return not isinstance(value, str) or not _is_base64_signature(value)
+
+    new_blocks: list[Any] | None = None
+    for index, block in enumerate(blocks):
+        if not isinstance(block, dict) or block.get("type") in ("thinking", "redacted_thinking"):
+            continue
+        drop = [k for k in keys if k in block and foreign(block[k])]
+        if not drop:
+            continue
+        if new_blocks is None:
+            new_blocks = list(blocks)
+        new_blocks[index] = {k: v for k, v in block.items() if k not in drop}
+    return new_blocks
+
+
+def _is_blank_text(block: Any) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+        and not block["text"].strip()
+    )
+
+
+def sanitize_session_messages_images(
+    messages: list[Msg],
+    policy: TranscriptPolicy,
+    *,
+    limits: ImageLimits | None = None,
+    keep_image_turns: int | None = KEEP_IMAGE_TURNS,
+) -> list[Msg]:
+    """Step 2: ids, history images, thought signatures and (full mode) blank content."""
+    limits = limits or ImageLimits()
+    if policy.sanitize_tool_call_ids:
+        messages = sanitize_tool_call_ids(
+            messages,
+            policy.tool_call_id_mode or "strict",
+            keep_kimi_ids=policy.preserve_kimi_tool_call_ids,
+        )
+    if keep_image_turns is not None:
+        messages = prune_processed_history_images(messages, keep_image_turns)
+    full = policy.sanitize_mode == "full"
+    out: list[Msg] = []
+    changed = False
+    for message in messages:
+        role = message.get("role")
+        blocks = _blocks(message)
+        if role in ("user", "toolResult") or (
+            role == "assistant" and message.get("stopReason") == "error"
+        ):
+            new_blocks = _sanitize_images_in(blocks, limits)
+            if new_blocks is not None:
+                message = {**message, "content": new_blocks}
+                changed = True
+            out.append(message)
+            continue
+        if role != "assistant" or not isinstance(message.get("content"), list):
+            out.append(message)
+            continue
+        current = blocks
+        if not policy.preserve_signatures:
+            current = (
+                strip_thought_signatures(current, policy.sanitize_thought_signatures) or current
+            )
+        if full and not (
+            policy.preserve_signatures
+            and any(
+                isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
+                for b in current
+            )
+        ):
+            kept = [b for b in current if not _is_blank_text(b)]
+            current = kept if len(kept) != len(current) else current
+        current = _sanitize_images_in(current, limits) or current
+        if full and not current:
+            changed = True
+            continue
+        if current is not blocks:
+            message = {**message, "content": current}
+            changed = True
+        out.append(message)
+    return out if changed else messages
+
+
+def drop_thinking_blocks(messages: list[Msg]) -> list[Msg]:
+    """Remove thinking blocks (endpoints that reject replayed signatures); never empties a turn."""
+    out: list[Msg] = []
+    changed = False
+    for message in messages:
+        blocks = _blocks(message)
+        if message.get("role") != "assistant" or not any(
+            isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
+            for b in blocks
+        ):
+            out.append(message)
+            continue
+        kept = [
+            b
+            for b in blocks
+            if not (isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))
+        ]
+        out.append({**message, "content": kept or [{"type": "text", "text": ""}]})
+        changed = True
+    return out if changed else messages
+
+
+# -- 3. Claude-via-Google thinking ------------------------------------------------------------
+
+
+def _valid_antigravity_signature(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    trimmed = value.strip()
+    return bool(trimmed) and len(trimmed) % 4 == 0 and bool(_BASE64_SIGNATURE_RE.match(trimmed))
+
+
+def sanitize_antigravity_thinking_blocks(messages: list[Msg]) -> list[Msg]:
+    """Keep only thinking blocks with a valid base64 signature, moved to `thinkingSignature`."""
+    out: list[Msg] = []
+    changed = False
+    for message in messages:
+        blocks = _blocks(message)
+        if message.get("role") != "assistant" or not any(
+            isinstance(b, dict) and b.get("type") == "thinking" for b in blocks
+        ):
+            out.append(message)
+            continue
+        new_blocks = []
+        touched = False
+        for block in blocks:
+            if not (isinstance(block, dict) and block.get("type") == "thinking"):
+                new_blocks.append(block)
+                continue
+            signature = next(
+                (
+                    block[k]
+                    for k in (
+                        "thinkingSignature",
+                        "signature",
+                        "thought_signature",
+                        "thoughtSignature",
+                    )
+                    if block.get(k) is not None
+                ),
+                None,
+            )
+            if not _valid_antigravity_signature(signature):
+                touched = True
+                continue
+            if block.get("thinkingSignature") != signature:
+                block = {**block, "thinkingSignature": signature}
+                touched = True
+            new_blocks.append(block)
+        if not touched:
+            out.append(message)
+            continue
+        changed = True
+        if new_blocks:
+            out.append({**message, "content": new_blocks})
+    return out if changed else messages
+
+
+# -- 4. tool-call inputs ------------------------------------------------------------------------
+
+
+def _redact_attachments(value: Any) -> Any:
+    if not isinstance(value, dict) or not isinstance(value.get("attachments"), list):
+        return value
+    items = [
+        {**item, "content": REDACTED_ATTACHMENT}
+        if isinstance(item, dict) and "content" in item and item["content"] != REDACTED_ATTACHMENT
+        else item
+        for item in value["attachments"]
+    ]
+    if all(a is b for a, b in zip(items, value["attachments"], strict=True)):
+        return value
+    return {**value, "attachments": items}
+
+
+def _valid_tool_call(block: Mapping[str, Any], allowed: frozenset[str] | None) -> bool:
+    has_input = block.get("input") is not None or block.get("arguments") is not None
+    call_id = block.get("id")
+    name = block.get("name")
+    if not has_input or not isinstance(call_id, str) or not call_id.strip():
+        return False
+    if not isinstance(name, str):
+        return False
+    name = name.strip()
+    if not name or len(name) > TOOL_NAME_MAX_CHARS or not _TOOL_NAME_RE.match(name):
+        return False
+    return allowed is None or name.lower() in allowed
+
+
+def sanitize_tool_call_inputs(
+    messages: list[Msg], *, allowed_tool_names: Iterable[str] | None = None
+) -> list[Msg]:
+    """Drop tool calls a provider would reject or the agent cannot run.
+
+    A call without `arguments`/`input`, with a blank id, with a name that is not
+    `[A-Za-z0-9_-]{1,64}`, or (given an allowlist, compared case-insensitively) with a name
+    the agent does not have, is removed; names are trimmed; `sessions_spawn` attachment contents
+    are redacted. An assistant message left with nothing is dropped.
+    """
+    allowed = (
+        frozenset(n.strip().lower() for n in allowed_tool_names if isinstance(n, str) and n.strip())
+        if allowed_tool_names is not None
+        else None
+    )
+    allowed = allowed or None
+    out: list[Msg] = []
+    changed = False
+    for message in messages:
+        blocks = _blocks(message)
+        if message.get("role") != "assistant" or not any(_is_tool_call(b) for b in blocks):
+            out.append(message)
+            continue
+        new_blocks = []
+        touched = False
+        for block in blocks:
+            if not _is_tool_call(block):
+                new_blocks.append(block)
+                continue
+            if not _valid_tool_call(block, allowed):
+                touched = True
+                continue
+            name = block["name"].strip()
+            new_block = block if name == block["name"] else {**block, "name": name}
+            if name.lower() == "sessions_spawn":
+                for key in ("arguments", "input"):
+                    if key in new_block:
+                        redacted = _redact_attachments(new_block[key])
+                        if redacted is not new_block[key]:
+                            new_block = {**new_block, key: redacted}
+            touched = touched or new_block is not block
+            new_blocks.append(new_block)
+        if not touched:
+            out.append(message)
+            continue
+        changed = True
+        if new_blocks:
+            out.append({**message, "content": new_blocks})
+    return out if changed else messages
+
+
+# -- 5. tool use / result pairing ----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ToolUseRepairReport:
+    messages: list[Msg]
+    added: list[Msg] = field(default_factory=list)
+    dropped_duplicate_count: int = 0
+    dropped_orphan_count: int = 0
+    moved: bool = False
+
+
+def make_missing_tool_result(call_id: str, tool_name: str, timestamp: Any = 0) -> Msg:
+    """The synthetic error result for a call with no answer (fixed text, the call's time)."""
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": tool_name or "unknown",
+        "content": [{"type": "text", "text": MISSING_TOOL_RESULT_TEXT}],
+        "isError": True,
+        "timestamp": timestamp,
+    }
+
+
+def repair_tool_use_result_pairing(messages: list[Msg]) -> ToolUseRepairReport:
+    """Put each call's result directly after its assistant turn, in call order.
+
+    Results found later in the same span (before the next assistant turn) are moved up; a call
+    without one gets a synthetic error result; duplicate results (anywhere) and results that
+    match no call are dropped. Errored or aborted assistant turns get no synthetic results:
+    their partial calls were never run (a synthetic answer caused permanent 400s upstream).
+    """
+    report = ToolUseRepairReport(messages=[])
+    out = report.messages
+    seen: set[str] = set()
+    changed = False
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        role = message.get("role")
+        if role == "toolResult":
+            report.dropped_orphan_count += 1
+            changed = True
+            index += 1
+            continue
+        calls = tool_calls_of(message) if role == "assistant" else []
+        if not calls or message.get("stopReason") in ("error", "aborted"):
+            out.append(message)
+            index += 1
+            continue
+        wanted = dict(calls)
+        found: dict[str, Msg] = {}
+        remainder: list[Msg] = []
+        end = index + 1
+        while end < len(messages) and messages[end].get("role") != "assistant":
+            follower = messages[end]
+            end += 1
+            if follower.get("role") != "toolResult":
+                remainder.append(follower)
+                continue
+            result_id = tool_result_id(follower)
+            if result_id is None or result_id not in wanted:
+                report.dropped_orphan_count += 1
+                changed = True
+            elif result_id in seen or result_id in found:
+                report.dropped_duplicate_count += 1
+                changed = True
+            else:
+                if remainder:
+                    report.moved = True
+                    changed = True
+                name = follower.get("toolName")
+                if not (isinstance(name, str) and name.strip()) and wanted[result_id]:
+                    follower = {**follower, "toolName": wanted[result_id]}
+                    changed = True
+                found[result_id] = follower
+        out.append(message)
+        for call_id, name in calls:
+            if call_id in seen:
+                continue
+            result = found.get(call_id)
+            if result is None:
+                result = make_missing_tool_result(call_id, name, message.get("timestamp", 0))
+                report.added.append(result)
+                changed = True
+            seen.add(call_id)
+            out.append(result)
+        out.extend(remainder)
+        index = end
+    if not changed:
+        report.messages = messages
+    return report
+
+
+def sanitize_tool_use_result_pairing(messages: list[Msg]) -> list[Msg]:
+    return repair_tool_use_result_pairing(messages).messages
+
+
+# -- 6. details and stale usage ------------------------------------------------------------------
+
+
+def strip_tool_result_details(messages: list[Msg]) -> list[Msg]:
+    """Tool-result `details` are for UIs; they never go back to the model."""
+    if not any(m.get("role") == "toolResult" and "details" in m for m in messages):
+        return messages
+    return [
+        {k: v for k, v in m.items() if k != "details"}
+        if m.get("role") == "toolResult" and "details" in m
+        else m
+        for m in messages
+    ]
+
+
+def _is_full_usage(usage: Any) -> bool:
+    keys = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+    return isinstance(usage, dict) and all(
+        isinstance(usage.get(k), int | float) and not isinstance(usage.get(k), bool) for k in keys
+    )
+
+
+def normalize_assistant_usage(messages: list[Msg]) -> list[Msg]:
+    """Zero the usage recorded before the latest compaction and fill in missing usage.
+
+    Token counts from before a compaction describe a context that no longer exists; feeding
+    them to the overflow estimate would trigger compaction again at once.
+    """
+    last_compaction = max(
+        (i for i, m in enumerate(messages) if is_compaction_summary(m)), default=-1
+    )
+    out: list[Msg] = []
+    changed = False
+    for index, message in enumerate(messages):
+        if message.get("role") == "assistant":
+            usage = message.get("usage")
+            stale = index < last_compaction
+            if (stale and usage != empty_usage()) or not _is_full_usage(usage):
+                message = {**message, "usage": empty_usage()}
+                changed = True
+        out.append(message)
+    return out if changed else messages
+
+
+# -- 7. OpenAI Responses reasoning after a model switch -------------------------------------------
+
+
+def _reasoning_item(signature: Any) -> bool:
+    if not isinstance(signature, str) or not signature.startswith("{"):
+        return False
+    try:
+        item = orjson.loads(signature)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(item, dict):
+        return False
+    kind = str(item.get("type") or "")
+    return str(item.get("id") or "").startswith("rs_") and (
+        kind == "reasoning" or kind.startswith("reasoning.")
+    )
+
+
+def downgrade_openai_reasoning_blocks(messages: list[Msg]) -> list[Msg]:
+    """Drop Responses reasoning items that no output item follows (the API rejects them)."""
+    out: list[Msg] = []
+    changed = False
+    for message in messages:
+        blocks = _blocks(message)
+        if message.get("role") != "assistant":
+            out.append(message)
+            continue
+        kept = [
+            b
+            for i, b in enumerate(blocks)
+            if not (
+                isinstance(b, dict)
+                and b.get("type") == "thinking"
+                and _reasoning_item(b.get("thinkingSignature"))
+                and not any(
+                    not (isinstance(n, dict) and n.get("type") == "thinking")
+                    for n in blocks[i + 1 :]
+                )
+            )
+        ]
+        if len(kept) == len(blocks):
+            out.append(message)
+            continue
+        changed = True
+        if kept:
+            out.append({**message, "content": kept})
+    return out if changed else messages
+
+
+def _last_custom_data(session: SessionManager, custom_type: str) -> Any:
+    for entry in reversed(session.get_entries()):
+        if entry.get("type") == "custom" and entry.get("customType") == custom_type:
+            return entry.get("data")
+    return None
+
+
+def record_model_snapshot(
+    session: SessionManager | None,
+    provider: str | None,
+    model_api: str | None,
+    model_id: str | None,
+) -> bool:
+    """Whether the model differs from the session's last snapshot (recording the new one)."""
+    if session is None or not (provider or model_api or model_id):
+        return False
+    current = {"provider": provider or "", "modelApi": model_api or "", "modelId": model_id or ""}
+    previous = _last_custom_data(session, MODEL_SNAPSHOT_CUSTOM_TYPE)
+    if isinstance(previous, dict):
+        before = {k: previous.get(k) or "" for k in current}
+        if before == current:
+            return False
+        session.append_custom_entry(MODEL_SNAPSHOT_CUSTOM_TYPE, current)
+        return True
+    session.append_custom_entry(MODEL_SNAPSHOT_CUSTOM_TYPE, current)
+    return False
+
+
+# -- 8. Gemini turn ordering ----------------------------------------------------------------------
+
+
+def apply_google_turn_ordering_fix(
+    messages: list[Msg], session: SessionManager | None = None
+) -> list[Msg]:
+    """Gemini rejects a history that opens with a model turn: put a tiny user turn first.
+
+    The synthetic turn carries the first message's timestamp (stable across runs). With a
+    session, a `google-turn-ordering-bootstrap` marker is recorded once.
+    """
+    if not messages or messages[0].get("role") != "assistant":
+        return messages
+    bootstrap: Msg = {
+        "role": "user",
+        "content": GOOGLE_BOOTSTRAP_TEXT,
+        "timestamp": messages[0].get("timestamp", 0),
+    }
+    if session is not None and not any(
+        e.get("type") == "custom" and e.get("customType") == GOOGLE_TURN_ORDERING_CUSTOM_TYPE
+        for e in session.get_entries()
+    ):
+        session.append_custom_entry(
+            GOOGLE_TURN_ORDERING_CUSTOM_TYPE, {"sessionId": session.get_session_id()}
+        )
+    return [bootstrap, *messages]
+
+
+# -- the pipeline -------------------------------------------------------------------------------
+
+
+def sanitize_session_history(
+    messages: Sequence[Msg],
+    policy: TranscriptPolicy,
+    *,
+    model_api: str | None = None,
+    provider: str | None = None,
+    model_id: str | None = None,
+    allowed_tool_names: Iterable[str] | None = None,
+    session_manager: SessionManager | None = None,
+    image_limits: ImageLimits | None = None,
+    keep_image_turns: int | None = KEEP_IMAGE_TURNS,
+) -> list[Msg]:
+    """Run the eight steps (see the module docstring) and return the history to send.
+
+    `messages` is not modified. With `session_manager`, the model snapshot and the Gemini
+    bootstrap marker are recorded as custom entries (no other writes).
+    """
+    history = list(messages)
+    # 1. provenance of relayed messages; delivery mirrors are not model output
+    history = annotate_inter_session_user_messages(history)
+    if provider == "anthropic" or model_api == "anthropic-messages":
+        history = drop_delivery_mirror_messages(history)
+    # 2. ids, images, signatures, blank content
+    history = sanitize_session_messages_images(
+        history, policy, limits=image_limits, keep_image_turns=keep_image_turns
+    )
+    if policy.drop_thinking_blocks:
+        history = drop_thinking_blocks(history)
+    # 3. Claude-via-Google thinking signatures
+    if policy.normalize_antigravity_thinking_blocks:
+        history = sanitize_antigravity_thinking_blocks(history)
+    # 4. malformed or unknown tool calls
+    history = sanitize_tool_call_inputs(history, allowed_tool_names=allowed_tool_names)
+    # 5. calls and results paired
+    if policy.repair_tool_use_result_pairing:
+        history = sanitize_tool_use_result_pairing(history)
+    # 6. UI-only details and stale usage
+    history = strip_tool_result_details(history)
+    history = normalize_assistant_usage(history)
+    # 7. Responses reasoning that cannot be replayed after a model switch
+    model_changed = record_model_snapshot(session_manager, provider, model_api, model_id)
+    if is_openai_responses_api(model_api) and model_changed:
+        history = downgrade_openai_reasoning_blocks(history)
+    # 8. Gemini never starts with a model turn
+    if policy.apply_google_turn_ordering and is_google_model_api(model_api):
+        history = apply_google_turn_ordering_fix(history, session_manager)
+    elif policy.apply_google_turn_ordering:
+        history = apply_google_turn_ordering_fix(history)
+    return history

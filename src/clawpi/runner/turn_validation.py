@@ -1,0 +1,142 @@
+"""Turn order the strict providers demand, fixed by merging rather than by dropping.
+
+Gemini wants user and model turns to alternate, so consecutive assistant messages (e.g. a
+delivery record next to a model reply, or turns left adjacent after a repair) are merged into
+one. Anthropic wants user/assistant alternation with every `tool_use` answered in the next user
+turn, so tool calls nothing answers are removed and consecutive user messages (a user message
+whose reply was lost, then the next one) are merged. Both functions are pure and idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from clawpi.runner.sanitize import TOOL_CALL_TYPES, tool_result_id
+from clawpi.runner.transcript_policy import TranscriptPolicy
+
+Msg = dict[str, Any]
+
+TOOL_CALLS_OMITTED_TEXT: Final = "[tool calls omitted]"
+
+
+def _merge_consecutive(
+    messages: list[Msg], role: str, merge: Callable[[Msg, Msg], Msg]
+) -> list[Msg]:
+    out: list[Msg] = []
+    changed = False
+    for message in messages:
+        if out and message.get("role") == role and out[-1].get("role") == role:
+            out[-1] = merge(out[-1], message)
+            changed = True
+            continue
+        out.append(message)
+    return out if changed else messages
+
+
+def _as_blocks(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else []
+
+
+def merge_assistant_turns(previous: Msg, current: Msg) -> Msg:
+    """One assistant turn: both contents in order; usage, stop reason and error of the later."""
+    merged = {
+        **previous,
+        "content": _as_blocks(previous.get("content")) + _as_blocks(current.get("content")),
+    }
+    for key in ("usage", "stopReason", "errorMessage"):
+        if current.get(key):
+            merged[key] = current[key]
+    return merged
+
+
+def merge_user_turns(previous: Msg, current: Msg) -> Msg:
+    """One user turn: two strings are joined by a blank line, otherwise blocks are concatenated."""
+    before, after = previous.get("content"), current.get("content")
+    content: Any
+    if isinstance(before, str) and isinstance(after, str):
+        content = "\n\n".join(part for part in (before, after) if part)
+    else:
+        content = _as_blocks(before) + _as_blocks(after)
+    merged = {**current, "content": content}
+    if current.get("timestamp") is None and previous.get("timestamp") is not None:
+        merged["timestamp"] = previous["timestamp"]
+    return merged
+
+
+def validate_gemini_turns(messages: list[Msg]) -> list[Msg]:
+    """Merge consecutive assistant messages (Gemini needs user/model alternation)."""
+    return _merge_consecutive(messages, "assistant", merge_assistant_turns)
+
+
+def _answered_ids(messages: list[Msg], start: int) -> set[str]:
+    """Ids answered between `start` and the next assistant turn."""
+    ids: set[str] = set()
+    for message in messages[start:]:
+        role = message.get("role")
+        if role == "assistant":
+            break
+        if role == "toolResult":
+            result_id = tool_result_id(message)
+            if result_id:
+                ids.add(result_id)
+        elif role == "user" and isinstance(message.get("content"), list):
+            for block in message["content"]:
+                if isinstance(block, Mapping) and block.get("type") in (
+                    "toolResult",
+                    "tool_result",
+                ):
+                    for key in ("toolUseId", "toolCallId", "tool_use_id"):
+                        if isinstance(block.get(key), str) and block[key]:
+                            ids.add(block[key])
+    return ids
+
+
+def strip_dangling_tool_calls(messages: list[Msg]) -> list[Msg]:
+    """Remove assistant tool calls that no result answers before the next assistant turn.
+
+    A turn left empty gets `[tool calls omitted]` so the alternation survives (errored or
+    aborted turns are left empty; the request layer drops them).
+    """
+    out: list[Msg] = []
+    changed = False
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        if message.get("role") != "assistant" or not isinstance(content, list):
+            out.append(message)
+            continue
+        calls = [b for b in content if isinstance(b, Mapping) and b.get("type") in TOOL_CALL_TYPES]
+        if not calls:
+            out.append(message)
+            continue
+        answered = _answered_ids(messages, index + 1)
+        kept = [
+            b
+            for b in content
+            if not (isinstance(b, Mapping) and b.get("type") in TOOL_CALL_TYPES)
+            or b.get("id") in answered
+        ]
+        if len(kept) == len(content):
+            out.append(message)
+            continue
+        changed = True
+        if not kept and message.get("stopReason") not in ("error", "aborted"):
+            kept = [{"type": "text", "text": TOOL_CALLS_OMITTED_TEXT}]
+        out.append({**message, "content": kept})
+    return out if changed else messages
+
+
+def validate_anthropic_turns(messages: list[Msg]) -> list[Msg]:
+    """Drop unanswered tool calls, then merge consecutive user messages."""
+    return _merge_consecutive(strip_dangling_tool_calls(messages), "user", merge_user_turns)
+
+
+def validate_replay_turns(messages: list[Msg], policy: TranscriptPolicy) -> list[Msg]:
+    """The turn validation the policy asks for (none, Gemini, Anthropic or both)."""
+    if policy.validate_gemini_turns:
+        messages = validate_gemini_turns(messages)
+    if policy.validate_anthropic_turns:
+        messages = validate_anthropic_turns(messages)
+    return messages
