@@ -62,10 +62,11 @@ def append_forever(path: Path, report_fd: int, seed: int) -> None:
         n += 1
 
 
-def append_n(path: Path, count: int, seed: int, report_fd: int, go_fd: int) -> None:
-    """Open the session, wait for the start signal, append `count` entries."""
+def append_n(path: Path, count: int, seed: int, report_fd: int, ready_fd: int, go_fd: int) -> None:
+    """Open the session, say so, wait for the start signal, append `count` entries."""
     rng = random.Random(seed)
     sm = SessionManager.open(path)
+    os.write(ready_fd, b"r")
     os.read(go_fd, 1)
     for n in range(count):
         entry_id = sm.append_message(message(rng, n))

@@ -23,12 +23,18 @@ def test_concurrent_writers_keep_every_entry_whole_and_the_tree_valid(tmp_path: 
     assert sm.session_file is not None
     path = sm.session_file
     go_read, go_write = os.pipe()
+    ready_read, ready_write = os.pipe()
     pids: dict[int, int] = {}
     for writer in range(WRITERS):
         report_read, report_write = os.pipe()
-        pid = fork(functools.partial(append_n, path, EACH, writer, report_write, go_read))
+        pid = fork(
+            functools.partial(append_n, path, EACH, writer, report_write, ready_write, go_read)
+        )
         os.close(report_write)
         pids[pid] = report_read
+    ready = b""
+    while len(ready) < WRITERS:  # every writer has opened the session at its root
+        ready += os.read(ready_read, WRITERS)
     os.write(go_write, b"x" * WRITERS)  # all start together
     reported: dict[int, list[str]] = {}
     for pid, report_read in pids.items():

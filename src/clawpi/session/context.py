@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import compress
+from operator import methodcaller
 from typing import Any, Final
 
 from clawpi.session.entries import Entry
+from clawpi.session.loader import gc_paused
 
 COMPACTION_SUMMARY_PREFIX: Final = (
     "The conversation history before this point was compacted into the following summary:"
@@ -69,14 +72,16 @@ def iso_to_ms(value: object) -> int | None:
 def get_path(by_id: Mapping[str, Entry], leaf: Entry) -> list[Entry]:
     """Root-first path to `leaf`; a parent cycle in a damaged file stops the walk, never hangs."""
     path = [leaf]
+    append = path.append
     get = by_id.get
-    limit = len(by_id)
     parent_id = leaf.get("parentId")
-    while parent_id is not None:
-        current = get(parent_id)
-        if current is None or len(path) > limit:
+    for _ in range(len(by_id)):
+        if parent_id is None:
             break
-        path.append(current)
+        current = get(parent_id)
+        if current is None:
+            break
+        append(current)
         parent_id = current.get("parentId")
     path.reverse()
     return path
@@ -90,58 +95,130 @@ def build_session_context(
     """The context at `leaf_id` (None: empty; unknown or not given: the last entry)."""
     if leaf_id is None:
         return SessionContext()
-    if by_id is None:
-        by_id = {entry.get("id"): entry for entry in entries}  # type: ignore[misc]
-    leaf = by_id.get(leaf_id) if isinstance(leaf_id, str) else None
-    if leaf is None:
-        if not entries:
-            return SessionContext()
-        leaf = entries[-1]
-    path = get_path(by_id, leaf)
+    with gc_paused():
+        if by_id is None:
+            by_id = {entry.get("id"): entry for entry in entries}  # type: ignore[misc]
+        leaf = by_id.get(leaf_id) if isinstance(leaf_id, str) else None
+        if leaf is None:
+            if not entries:
+                return SessionContext()
+            leaf = entries[-1]
+        return _resolve(get_path(by_id, leaf))
 
+
+_GET_TYPE = methodcaller("get", "type")
+_GET_MESSAGE = methodcaller("get", "message")
+_GET_ROLE = methodcaller("get", "role")
+_PLAIN_ROLES = frozenset({"user", "assistant", "toolResult"})
+_RESHAPING_TYPES = frozenset({"compaction", "custom_message", "branch_summary"})
+
+
+def _rindex(items: list[Any], value: str) -> int:
+    try:
+        return len(items) - 1 - items[::-1].index(value)
+    except ValueError:
+        return -1
+
+
+def _resolve(path: list[Entry]) -> SessionContext:
+    """The common case (messages and settings only) with C-level passes over the path; the
+    general loop handles compactions, summaries, custom messages and damaged entries."""
+    types = list(map(_GET_TYPE, path))
+    kinds = set(types)
+    if kinds & _RESHAPING_TYPES:
+        return _resolve_general(path)
+    if kinds == {"message"}:
+        message_entries = path
+    else:
+        message_entries = list(compress(path, map("message".__eq__, types)))
+    messages = list(map(_GET_MESSAGE, message_entries))
+    if set(map(type, messages)) - {dict}:
+        return _resolve_general(path)
+    plain = set(map(_GET_ROLE, messages)) <= _PLAIN_ROLES
+    thinking_index = _rindex(types, "thinking_level_change")
+    thinking_level: Any = (
+        path[thinking_index].get("thinkingLevel") if thinking_index >= 0 else DEFAULT_THINKING_LEVEL
+    )
+    model: dict[str, Any] | None = None
+    stop = _rindex(types, "model_change")
+    for index in range(len(path) - 1, stop, -1):  # the newest assistant after the last switch
+        if types[index] != "message":
+            continue
+        message = path[index]["message"]
+        if message.get("role") == "assistant":
+            model = {"provider": message.get("provider"), "modelId": message.get("model")}
+            break
+    else:
+        if stop >= 0:
+            change = path[stop]
+            model = {"provider": change.get("provider"), "modelId": change.get("modelId")}
+    return SessionContext(
+        messages=list(messages) if plain else convert_to_llm(messages),
+        agent_messages=messages,
+        thinking_level=thinking_level,
+        model=model,
+    )
+
+
+def _resolve_general(path: list[Entry]) -> SessionContext:
+    """One pass over the path: settings, messages, the latest compaction."""
     thinking_level: Any = DEFAULT_THINKING_LEVEL
     model: dict[str, Any] | None = None
     compaction_index = -1
+    agent_messages: list[dict[str, Any]] = []
+    append = agent_messages.append
+    plain = True  # only user/assistant/toolResult so far: nothing to convert
     for index, entry in enumerate(path):
         kind = entry.get("type")
         if kind == "message":
             message = entry.get("message")
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                model = {"provider": message.get("provider"), "modelId": message.get("model")}
+            if type(message) is dict:
+                role = message.get("role")
+                if role == "assistant":
+                    model = {"provider": message.get("provider"), "modelId": message.get("model")}
+                elif role != "user" and role != "toolResult":
+                    plain = False
+                append(message)
         elif kind == "thinking_level_change":
             thinking_level = entry.get("thinkingLevel")
         elif kind == "model_change":
             model = {"provider": entry.get("provider"), "modelId": entry.get("modelId")}
         elif kind == "compaction":
             compaction_index = index
-
-    agent_messages: list[dict[str, Any]] = []
-    if compaction_index < 0:
-        _collect(path, agent_messages)
-    else:
-        compaction = path[compaction_index]
-        agent_messages.append(
-            {
-                "role": "compactionSummary",
-                "summary": compaction.get("summary"),
-                "tokensBefore": compaction.get("tokensBefore"),
-                "timestamp": iso_to_ms(compaction.get("timestamp")),
-            }
-        )
-        first_kept = compaction.get("firstKeptEntryId")
-        start = compaction_index
-        for index in range(compaction_index):
-            if path[index].get("id") == first_kept:
-                start = index
-                break
-        _collect(path[start:compaction_index], agent_messages)
-        _collect(path[compaction_index + 1 :], agent_messages)
+        elif kind == "custom_message" or kind == "branch_summary":
+            plain = False
+            _collect((entry,), agent_messages)
+    if compaction_index >= 0:
+        agent_messages = _with_compaction(path, compaction_index)
+        plain = False
     return SessionContext(
-        messages=convert_to_llm(agent_messages),
+        messages=list(agent_messages) if plain else convert_to_llm(agent_messages),
         agent_messages=agent_messages,
         thinking_level=thinking_level,
         model=model,
     )
+
+
+def _with_compaction(path: list[Entry], compaction_index: int) -> list[dict[str, Any]]:
+    """The summary, the kept entries from `firstKeptEntryId`, then everything after."""
+    compaction = path[compaction_index]
+    out: list[dict[str, Any]] = [
+        {
+            "role": "compactionSummary",
+            "summary": compaction.get("summary"),
+            "tokensBefore": compaction.get("tokensBefore"),
+            "timestamp": iso_to_ms(compaction.get("timestamp")),
+        }
+    ]
+    first_kept = compaction.get("firstKeptEntryId")
+    start = compaction_index
+    for index in range(compaction_index):
+        if path[index].get("id") == first_kept:
+            start = index
+            break
+    _collect(path[start:compaction_index], out)
+    _collect(path[compaction_index + 1 :], out)
+    return out
 
 
 def _collect(entries: Sequence[Entry], out: list[dict[str, Any]]) -> None:

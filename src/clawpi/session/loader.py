@@ -64,12 +64,13 @@ def parse_lines(data: bytes, result: ParsedFile) -> None:
         except orjson.JSONDecodeError:
             parsed = _parse_tolerant(lines, result)
         else:
-            for value in parsed:
-                if type(value) is not dict:
-                    parsed = [value for value in parsed if type(value) is dict]
-                    result.malformed += len(lines) - len(parsed)
-                    break
-    result.lines.extend(parsed)
+            if set(map(type, parsed)) - {dict}:  # a line that is JSON but not an object
+                parsed = [value for value in parsed if type(value) is dict]
+                result.malformed += len(lines) - len(parsed)
+    if result.lines:
+        result.lines.extend(parsed)
+    else:
+        result.lines = parsed
 
 
 def _parse_tolerant(lines: list[bytes], result: ParsedFile) -> list[Entry]:

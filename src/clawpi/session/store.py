@@ -14,6 +14,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from operator import methodcaller
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,13 +28,16 @@ from clawpi.session.entries import (
     is_assistant_entry,
     now_iso,
 )
-from clawpi.session.loader import ParsedFile, parse_lines, read_session_file
+from clawpi.session.loader import ParsedFile, gc_paused, parse_lines, read_session_file
 from clawpi.session.lock import FileSessionLock, SessionLock
 from clawpi.session.migrate import migrate_entries, needs_migration
 from clawpi.session.paths import DEFAULT_AGENT_ID, default_session_dir, session_file_name
 from clawpi.session.repair import RepairReport, repair_session_file
 from clawpi.session.tree import TreeNode, build_tree
 from clawpi.session.writer import Foreign, SessionWriter
+
+_GET_TYPE = methodcaller("get", "type")
+_GET_ID = methodcaller("get", "id")
 
 
 class SessionError(ClawpiError):
@@ -229,7 +233,10 @@ class SessionManager:
 
     def set_session_file(self, path: str | os.PathLike[str]) -> None:
         """Load `path` (repairing or migrating it first when needed), or start it if missing."""
-        file = Path(os.path.abspath(path))
+        with gc_paused():  # every object built here lives as long as the session
+            self._set_session_file(Path(os.path.abspath(path)))
+
+    def _set_session_file(self, file: Path) -> None:
         parsed = read_session_file(file)
         if not parsed.lines and parsed.size == 0 and not file.exists():
             self.new_session()
@@ -275,8 +282,13 @@ class SessionManager:
 
     def _load(self, parsed: ParsedFile) -> None:
         lines = parsed.lines
-        entries = [e for e in lines if e.get("type") != "session"]
-        self._reset(lines[0], entries)
+        types = list(map(_GET_TYPE, lines))
+        if types.count("session") == 1:
+            entries, types = lines[1:], types[1:]
+        else:  # extra header lines (pi's duplicate-header bug) are not entries
+            entries = [e for e, kind in zip(lines, types, strict=True) if kind != "session"]
+            types = [kind for kind in types if kind != "session"]
+        self._reset(lines[0], entries, types)
         self.session_id = str(lines[0]["id"])
         self._header_on_disk = True
         self._on_disk = len(entries)
@@ -284,14 +296,15 @@ class SessionManager:
         if self._writer is not None:
             self._writer.expect(parsed.size, parsed.inode, parsed.ends_with_newline)
 
-    def _reset(self, header: Entry, entries: list[Entry]) -> None:
+    def _reset(self, header: Entry, entries: list[Entry], types: list[Any] | None = None) -> None:
         self._header = header
         self._entries = entries
-        self._by_id = {entry.get("id"): entry for entry in entries}  # type: ignore[misc]
+        self._by_id = dict(zip(map(_GET_ID, entries), entries, strict=True))
         self._labels = {}
-        for entry in entries:
-            if entry.get("type") == "label":
-                self._apply_label(entry)
+        if types is None or "label" in types:
+            for entry in entries:
+                if entry.get("type") == "label":
+                    self._apply_label(entry)
         self._leaf_id = entries[-1].get("id") if entries else None
         self._has_assistant = False
 
