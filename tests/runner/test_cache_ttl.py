@@ -56,7 +56,11 @@ def test_appended_timestamp_is_a_custom_entry_on_disk_and_reads_back(
     lines = [orjson.loads(line) for line in manager.session_file.read_bytes().splitlines()]
     touches = [e for e in lines if e.get("customType") == CACHE_TTL_CUSTOM_TYPE]
     assert [e["type"] for e in touches] == ["custom", "custom"]
-    assert touches[-1]["data"] == {"timestamp": 5000, "provider": "anthropic", "modelId": "claude-x"}
+    assert touches[-1]["data"] == {
+        "timestamp": 5000,
+        "provider": "anthropic",
+        "modelId": "claude-x",
+    }
 
     reopened = SessionManager.open(manager.session_file)
     assert read_last_cache_ttl_timestamp(reopened) == 5000

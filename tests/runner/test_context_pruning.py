@@ -257,9 +257,7 @@ async def _run_session(
     async def dump(call_id: str, params: dict[str, Any], signal: Any, update: Any) -> ToolResult:
         return ToolResult(content=[{"type": "text", "text": "z" * 20_000}])
 
-    tool = AgentTool(
-        name="dump", description="dump", parameters={"type": "object"}, execute=dump
-    )
+    tool = AgentTool(name="dump", description="dump", parameters={"type": "object"}, execute=dump)
     provider = FunctionProvider(respond, context_window=200_000)
     manager = SessionManager.create(workspace, tmp_path / "sessions")
     session = await create_agent_session(
@@ -312,9 +310,7 @@ async def test_after_the_ttl_requests_are_pruned_but_the_session_file_is_not(
     assert any(text != "z" * 20_000 for text in sent)
     assert manager.session_file is not None
     on_disk = [orjson.loads(line) for line in manager.session_file.read_bytes().splitlines()]
-    results = [
-        e["message"] for e in on_disk if e.get("message", {}).get("role") == "toolResult"
-    ]
+    results = [e["message"] for e in on_disk if e.get("message", {}).get("role") == "toolResult"]
     assert [text_of(r) for r in results] == ["z" * 20_000] * 4
 
 
