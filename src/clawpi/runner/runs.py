@@ -39,7 +39,7 @@ class EmbeddedRunHandle(Protocol):
 
     def is_compacting(self) -> bool: ...
 
-    def abort(self) -> None: ...
+    def abort(self) -> Awaitable[None] | None: ...
 
 
 @dataclass
@@ -108,17 +108,21 @@ class ActiveRunRegistry:
                 return False
         elif not handle.is_streaming():
             return False
-        result = handle.queue_message(text)
-        if result is not None:
-            task = asyncio.ensure_future(result)
-            self._pending.add(task)
-            task.add_done_callback(self._steer_done)
+        self._fire_and_forget(handle.queue_message(text), "steering message was not delivered")
         return True
 
-    def _steer_done(self, task: asyncio.Future[None]) -> None:
-        self._pending.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.warning("steering message was not delivered: %s", task.exception())
+    def _fire_and_forget(self, result: Awaitable[None] | None, failure: str) -> None:
+        if result is None:
+            return
+        task = asyncio.ensure_future(result)
+        self._pending.add(task)
+
+        def done(finished: asyncio.Future[None]) -> None:
+            self._pending.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                logger.warning("%s: %s", failure, finished.exception())
+
+        task.add_done_callback(done)
 
     def abort(self, session_id: str | None = None, *, mode: AbortMode | None = None) -> bool:
         """Abort one session's run, or every run (`mode="all"`), or the ones compacting."""
@@ -126,13 +130,13 @@ class ActiveRunRegistry:
             handle = self.runs.get(session_id)
             if handle is None:
                 return False
-            handle.abort()
+            self._fire_and_forget(handle.abort(), "abort failed")
             return True
         if mode is None:
             return False
         targets = [h for h in list(self.runs.values()) if mode == "all" or h.is_compacting()]
         for handle in targets:
-            handle.abort()
+            self._fire_and_forget(handle.abort(), "abort failed")
         return bool(targets)
 
     async def wait_for_run_end(
