@@ -335,14 +335,8 @@ def test_order_drops_unusable_credentials_unknown_ids_and_duplicates() -> None:
             }
         }
     )
-    config = {
-        "auth": {
-            "order": {
-                "openai": ["openai:blank", "openai:old", "missing", "anthropic:x", "openai:ok"]
-                + ["openai:ok"]
-            }
-        }
-    }
+    listed = ["openai:blank", "openai:old", "missing", "anthropic:x", "openai:ok", "openai:ok"]
+    config = {"auth": {"order": {"openai": listed}}}
     assert resolve_auth_profile_order(config, store, "openai", now=T0) == ["openai:ok"]
 
 
@@ -355,16 +349,14 @@ def test_config_mode_must_match_the_stored_credential_type() -> None:
             }
         }
     )
-    config = {"auth": {"profiles": {"a:key": {"provider": "a", "mode": "oauth"}, "a:tok": {}}}}
-    config["auth"]["profiles"]["a:tok"] = {"provider": "a", "mode": "oauth"}
+    mode = {"provider": "a", "mode": "oauth"}
+    config = {"auth": {"profiles": {"a:key": mode, "a:tok": mode}}}
     assert resolve_auth_profile_order(config, store, "a", now=T0) == ["a:tok"]
 
 
 def test_preferred_profile_moves_first_even_while_cooling() -> None:
     store = AuthProfileStore(two_keys(usageStats={"openai:p2": {"cooldownUntil": T0 + 5}}))
-    order = resolve_auth_profile_order(
-        None, store, "openai", preferred_profile="openai:p2", now=T0
-    )
+    order = resolve_auth_profile_order(None, store, "openai", preferred_profile="openai:p2", now=T0)
     assert order == ["openai:p2", "openai:p1"]
 
 
@@ -479,7 +471,7 @@ def test_missing_store_loads_empty_and_a_corrupt_one_is_a_clear_error(agent_dir:
     assert load_auth_profile_store(agent_dir).profiles == {}
     agent_dir.mkdir(parents=True)
     (agent_dir / "auth-profiles.json").write_text("{not json")
-    with pytest.raises(ConfigError, match="auth-profiles.json"):
+    with pytest.raises(ConfigError, match=r"auth-profiles\.json"):
         load_auth_profile_store(agent_dir)
     assert (agent_dir / "auth-profiles.json").read_text() == "{not json"
 
