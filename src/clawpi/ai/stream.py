@@ -108,7 +108,10 @@ def stream(
     model: Model, context: Context, options: StreamOptions | None = None, **kwargs: Any
 ) -> AssistantMessageEventStream:
     """Stream one assistant turn. Never raises once called: failures end in an `error` event."""
-    opts = dataclasses.replace(options, **kwargs) if options else StreamOptions(**kwargs)
+    if options is None:
+        opts = StreamOptions(**kwargs)
+    else:
+        opts = dataclasses.replace(options, **kwargs) if kwargs else options
     provider = get_api_provider(model.api)
     if provider is None:
         source = _failing(f"No API provider registered for api: {model.api}")
