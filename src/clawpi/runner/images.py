@@ -142,7 +142,7 @@ def _encode(image: Image.Image, fmt: str, quality: int | None = None) -> bytes:
             image = flat
         image.save(out, "JPEG", quality=quality or 85, optimize=True)
     else:
-        image.save(out, "PNG", optimize=True)
+        image.save(out, "PNG")
     return out.getvalue()
 
 
@@ -394,9 +394,14 @@ def detect_and_load_prompt_images(
         if block.get("type") == "image":
             result.images.append(block)
     result.refs = detect_image_references(prompt)
+    loaded: set[str] = set()
     for ref in result.refs:
+        key = str(_resolve_ref_path(ref, workspace)) if ref.kind == "path" else ref.value
+        if key in loaded:
+            continue
         try:
             result.images.append(_load_ref(ref, workspace, roots, limits))
         except ImageError as exc:
             result.skipped.append((ref, str(exc)))
+        loaded.add(key)
     return result

@@ -399,9 +399,9 @@ def strip_thought_signatures(
     )
 
     def foreign(value: Any) -> bool:
-        if not base64_only:
-            return isinstance(value, str) and value.startswith("msg_")
-        return not isinstance(value, str) or not _is_base64_signature(value)
+        if isinstance(value, str) and value.startswith("msg_"):
+            return True  # a Claude message id, never a Gemini signature
+        return base64_only and (not isinstance(value, str) or not _is_base64_signature(value))
 
     new_blocks: list[Any] | None = None
     for index, block in enumerate(blocks):

@@ -1,0 +1,142 @@
+"""History limits (reference §4.13)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clawpi.runner.history import get_history_limit_from_session_key, limit_history_turns
+from clawpi.session.context import COMPACTION_SUMMARY_PREFIX
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text, "timestamp": 1}
+
+
+def assistant(*blocks: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": list(blocks) or [{"type": "text", "text": "ok"}],
+        "stopReason": "stop",
+        "timestamp": 2,
+    }
+
+
+def call(call_id: str) -> dict[str, Any]:
+    return {"type": "toolCall", "id": call_id, "name": "read", "arguments": {}}
+
+
+def result(call_id: str) -> dict[str, Any]:
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": "read",
+        "content": [{"type": "text", "text": "r"}],
+        "isError": False,
+        "timestamp": 3,
+    }
+
+
+HISTORY = [
+    user("one"),
+    assistant(),
+    user("two"),
+    assistant(call("c1")),
+    result("c1"),
+    assistant(),
+    user("three"),
+    assistant(call("c2")),
+    result("c2"),
+    assistant(),
+]
+
+
+def test_no_limit_or_zero_returns_the_same_list() -> None:
+    assert limit_history_turns(HISTORY, None) is HISTORY
+    assert limit_history_turns(HISTORY, 0) is HISTORY
+    assert limit_history_turns(HISTORY, -3) is HISTORY
+
+
+def test_limit_one_keeps_the_last_user_turn_and_everything_after_it() -> None:
+    assert limit_history_turns(HISTORY, 1) == HISTORY[6:]
+
+
+def test_limit_two_starts_with_a_user_message() -> None:
+    out = limit_history_turns(HISTORY, 2)
+    assert out == HISTORY[2:]
+    assert out[0]["role"] == "user"
+
+
+def test_limit_larger_than_the_history_keeps_everything() -> None:
+    assert limit_history_turns(HISTORY, 10) is HISTORY
+
+
+def test_a_tool_result_is_never_separated_from_its_call() -> None:
+    history = [
+        user("one"),
+        assistant(call("c1")),
+        user("interrupting"),
+        result("c1"),
+        assistant(),
+        user("two"),
+        assistant(),
+    ]
+    out = limit_history_turns(history, 2)
+    assert out == history  # cutting before "interrupting" would orphan c1's result
+    assert limit_history_turns(history, 1) == history[5:]
+
+
+def test_a_leading_compaction_summary_is_kept() -> None:
+    summary = user(COMPACTION_SUMMARY_PREFIX + "before\n</summary>")
+    history = [summary, user("a"), assistant(), user("b"), assistant()]
+    assert limit_history_turns(history, 1) == [summary, *history[3:]]
+
+
+CONFIG = {
+    "channels": {
+        "telegram": {
+            "dmHistoryLimit": 20,
+            "historyLimit": 50,
+            "dms": {"42": {"historyLimit": 5}},
+            "accounts": {"bot2": {"dmHistoryLimit": 7}},
+        },
+        "Slack": {"historyLimit": 30},
+        "discord": {"historyLimit": 10},
+    }
+}
+
+
+def test_dm_limit_comes_from_dm_history_limit() -> None:
+    assert get_history_limit_from_session_key("agent:main:telegram:dm:99", CONFIG) == 20
+    assert get_history_limit_from_session_key("telegram:dm:99", CONFIG) == 20
+    assert get_history_limit_from_session_key("agent:main:telegram:direct:99", CONFIG) == 20
+
+
+def test_a_per_dm_override_beats_the_channel_default() -> None:
+    assert get_history_limit_from_session_key("agent:main:telegram:dm:42", CONFIG) == 5
+
+
+def test_thread_suffixed_keys_resolve_to_the_base_user() -> None:
+    assert get_history_limit_from_session_key("agent:main:telegram:dm:42:thread:7", CONFIG) == 5
+    assert get_history_limit_from_session_key("telegram:dm:42:topic:3", CONFIG) == 5
+
+
+def test_group_and_channel_sessions_use_history_limit() -> None:
+    assert get_history_limit_from_session_key("agent:main:telegram:group:-100", CONFIG) == 50
+    assert get_history_limit_from_session_key("agent:main:slack:channel:C1", CONFIG) == 30
+
+
+def test_account_scoped_keys_read_the_account_first() -> None:
+    assert get_history_limit_from_session_key("agent:main:telegram:bot2:dm:99", CONFIG) == 7
+    assert get_history_limit_from_session_key("agent:main:telegram:bot3:group:1", CONFIG) == 50
+
+
+def test_missing_config_gives_none() -> None:
+    assert get_history_limit_from_session_key("agent:main:discord:dm:1", CONFIG) is None
+    assert get_history_limit_from_session_key("agent:main:whatsapp:dm:1", CONFIG) is None
+    assert get_history_limit_from_session_key("agent:main:telegram:dm:1", None) is None
+    assert get_history_limit_from_session_key(None, CONFIG) is None
+
+
+def test_keys_without_a_chat_kind_give_none() -> None:
+    assert get_history_limit_from_session_key("main:telegram:42", CONFIG) is None
+    assert get_history_limit_from_session_key("agent:main:main", CONFIG) is None
