@@ -20,6 +20,7 @@ from clawpi.ai.errors import (
     FailoverError,
     FailoverReason,
     coerce_to_failover_error,
+    extract_leading_http_status,
     is_likely_context_overflow_error,
     is_timeout_error,
 )
@@ -281,6 +282,22 @@ def _stops_the_chain(err: BaseException) -> bool:
     return is_likely_context_overflow_error(str(err))
 
 
+def _failed_attempt(
+    candidate: ModelCandidate, err: BaseException, failover: FailoverError | None
+) -> FallbackAttempt:
+    message = (failover.message if failover is not None else str(err)) or type(err).__name__
+    lead = extract_leading_http_status(message)
+    status = lead[0] if lead is not None else (failover.status if failover is not None else None)
+    return FallbackAttempt(
+        candidate.provider,
+        candidate.model,
+        message,
+        failover.reason if failover is not None else "unknown",
+        status,
+        failover.code if failover is not None else None,
+    )
+
+
 # -- the loop --------------------------------------------------------------------------------
 
 
@@ -473,16 +490,7 @@ async def run_with_model_fallback(
             if failover is None and index == total - 1:
                 raise
             last_error = failover if failover is not None else err
-            attempts.append(
-                FallbackAttempt(
-                    candidate.provider,
-                    candidate.model,
-                    (failover.message if failover is not None else str(err)) or type(err).__name__,
-                    failover.reason if failover is not None else "unknown",
-                    failover.status if failover is not None else None,
-                    failover.code if failover is not None else None,
-                )
-            )
+            attempts.append(_failed_attempt(candidate, err, failover))
             logger.info(
                 "model fallback: %s failed (%s)",
                 candidate.key,
