@@ -345,6 +345,7 @@ class Summarizer:
             if self._aborted():
                 raise SummaryUnavailable("summarisation aborted") from exc
             log.warning("full summary failed (%s); retrying without oversized messages", exc)
+            full_error = exc
         small: list[Mapping[str, Any]] = []
         notes: list[str] = []
         for message in messages:
@@ -365,7 +366,7 @@ class Summarizer:
                 raise SummaryUnavailable(f"partial summary failed too: {exc}") from exc
             return partial + "\n\n" + "\n".join(notes)
         raise SummaryUnavailable(
-            f"no summary for {len(messages)} messages ({len(notes)} oversized)"
+            f"no summary for {len(messages)} messages ({len(notes)} oversized): {full_error}"
         )
 
     async def summarize_in_stages(
