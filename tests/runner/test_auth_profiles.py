@@ -368,6 +368,21 @@ def test_user_locked_profile_is_the_only_candidate_even_in_cooldown() -> None:
     assert candidates == ["openai:p2"]
 
 
+def test_auto_pinned_profile_goes_first_only_while_usable() -> None:
+    store = AuthProfileStore(two_keys(usageStats={"openai:p2": {"lastUsed": T0}}))
+    pinned = resolve_auth_profile_candidates(None, store, "openai", profile_id="openai:p2", now=T0)
+    assert pinned == ["openai:p2", "openai:p1"]
+    store.usage_for_update("openai:p2")["modelCooldowns"] = {"gpt-a": {"cooldownUntil": T0 + 9}}
+    cooling = resolve_auth_profile_candidates(
+        None, store, "openai", profile_id="openai:p2", model="gpt-a", now=T0
+    )
+    assert cooling == ["openai:p1", "openai:p2"]
+    other_model = resolve_auth_profile_candidates(
+        None, store, "openai", profile_id="openai:p2", model="gpt-b", now=T0
+    )
+    assert other_model == ["openai:p2", "openai:p1"]
+
+
 def test_user_locked_profile_of_another_provider_is_ignored() -> None:
     store = AuthProfileStore(
         two_keys()

@@ -413,9 +413,14 @@ def resolve_auth_profile_candidates(
     model: str | None = None,
     now: int | None = None,
 ) -> list[str]:
-    """`resolve_auth_profile_order` plus the user lock: a profile the user chose for this
-    provider is the only candidate and is used even while cooling down (failures then move to
-    the next model, not the next key). A user choice for another provider is ignored."""
+    """`resolve_auth_profile_order` plus session pins.
+
+    A profile the user chose for this provider is the only candidate and is used even while
+    cooling down (failures then move to the next model, not the next key); a user choice for
+    another provider is ignored. An automatic pin (session stickiness) goes first only while
+    it is usable for `model`: a cooling pin yields to the next profile.
+    """
+    current = now_ms() if now is None else now
     if profile_id and profile_source == "user":
         cred = store.profile(profile_id)
         if cred is not None and normalize_provider_id(
@@ -423,8 +428,10 @@ def resolve_auth_profile_candidates(
         ) == normalize_provider_id(provider):
             return [profile_id]
         profile_id = None
+    if profile_id and is_profile_in_cooldown(store, profile_id, model, now=current):
+        profile_id = None
     return resolve_auth_profile_order(
-        config, store, provider, preferred_profile=profile_id, model=model, now=now
+        config, store, provider, preferred_profile=profile_id, model=model, now=current
     )
 
 
