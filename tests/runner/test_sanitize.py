@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import copy
 import io
+import itertools
 from typing import Any
 
 import orjson
@@ -550,3 +551,77 @@ def test_pipeline_output_pairs_every_call_with_one_result() -> None:
         assert all(c.isalnum() for c in "".join(ids))
     assert all("details" not in m for m in out)
     assert out[0]["content"].startswith("[Inter-session message]")
+
+
+def test_results_are_put_in_call_order() -> None:
+    history = [user("q"), assistant(call("c1"), call("c2")), result("c2"), result("c1")]
+    out = repair_tool_use_result_pairing(history).messages
+    assert [m["toolCallId"] for m in out[2:]] == ["c1", "c2"]
+
+
+def test_an_id_reused_in_a_later_turn_keeps_each_turns_own_result() -> None:
+    history = [
+        user("a"),
+        assistant(call("functions.read:0")),
+        result("functions.read:0", "first"),
+        user("b"),
+        assistant(call("functions.read:0")),
+        result("functions.read:0", "second"),
+    ]
+    report = repair_tool_use_result_pairing(history)
+    assert report.messages is history
+    assert report.added == [] and report.dropped_duplicate_count == 0
+
+
+def test_usage_of_entries_kept_by_a_compaction_is_zeroed_by_timestamp() -> None:
+    summary = user(COMPACTION_SUMMARY_PREFIX + "earlier\n</summary>", ts=100)
+    kept_old = assistant(text("kept from before"), ts=50)
+    fresh = assistant(text("after"), ts=150)
+    out = sanitize_session_history(
+        [summary, user("a", ts=40), kept_old, user("b", ts=140), fresh], ANTHROPIC
+    )
+    assert out[2]["usage"]["totalTokens"] == 0
+    assert out[4]["usage"]["totalTokens"] == 15
+
+
+def test_a_crashed_session_file_replays_validly_for_every_provider(tmp_path: Any) -> None:
+    from clawpi.runner.history import limit_history_turns
+    from clawpi.runner.sanitize import sanitize_tool_use_result_pairing
+    from clawpi.runner.turn_validation import validate_replay_turns
+
+    session = SessionManager.open(tmp_path / "crash.jsonl")
+    session.append_message(user("first"))
+    session.append_message(assistant(text("ok")))
+    session.append_message(user("run two tools"))
+    session.append_message(assistant(call("toolu_01:a"), call("toolu_01:b"), stop="toolUse"))
+    session.append_message(result("toolu_01:a"))  # crash before the second result
+    session.append_message(user("are you there?"))
+    session.append_message(user("hello??"))
+    messages = SessionManager.open(tmp_path / "crash.jsonl").build_session_context().messages
+
+    for policy, api, provider in (
+        (ANTHROPIC, "anthropic-messages", "anthropic"),
+        (GOOGLE, "google-generative-ai", "google"),
+        (OPENAI, "openai-responses", "openai"),
+        (MISTRAL, "openai-completions", "mistral"),
+    ):
+        prepared = sanitize_session_history(messages, policy, model_api=api, provider=provider)
+        prepared = validate_replay_turns(prepared, policy)
+        prepared = limit_history_turns(prepared, 2)
+        prepared = sanitize_tool_use_result_pairing(prepared)
+        assert prepared[0]["role"] == "user"
+        for index, message in enumerate(prepared):
+            if message["role"] == "toolResult":
+                owner = next(m for m in reversed(prepared[:index]) if m["role"] == "assistant")
+                assert message["toolCallId"] in [
+                    b["id"] for b in owner["content"] if b["type"] == "toolCall"
+                ]
+            if message["role"] == "assistant":
+                ids = [b["id"] for b in message["content"] if b["type"] == "toolCall"]
+                answers = [m["toolCallId"] for m in prepared[index + 1 : index + 1 + len(ids)]]
+                assert answers == ids, provider
+        pairs = list(itertools.pairwise(prepared))
+        if policy.validate_anthropic_turns:
+            assert not any(a["role"] == b["role"] == "user" for a, b in pairs)
+        if policy.validate_gemini_turns:
+            assert not any(a["role"] == b["role"] == "assistant" for a, b in pairs)

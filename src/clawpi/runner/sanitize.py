@@ -673,13 +673,14 @@ def repair_tool_use_result_pairing(messages: list[Msg]) -> ToolUseRepairReport:
     """Put each call's result directly after its assistant turn, in call order.
 
     Results found later in the same span (before the next assistant turn) are moved up; a call
-    without one gets a synthetic error result; duplicate results (anywhere) and results that
-    match no call are dropped. Errored or aborted assistant turns get no synthetic results:
-    their partial calls were never run (a synthetic answer caused permanent 400s upstream).
+    without one gets a synthetic error result; duplicate results and results that match no call
+    of their span are dropped. Matching is per span, so a provider that reuses ids across turns
+    (Kimi's `functions.<name>:<n>`) keeps each turn's own result. Errored or aborted assistant
+    turns get no synthetic results: their partial calls never ran (a synthetic answer to them
+    caused permanent 400s upstream), and the results that follow them are dropped with them.
     """
     report = ToolUseRepairReport(messages=[])
     out = report.messages
-    seen: set[str] = set()
     changed = False
     index = 0
     while index < len(messages):
@@ -690,7 +691,7 @@ def repair_tool_use_result_pairing(messages: list[Msg]) -> ToolUseRepairReport:
             changed = True
             index += 1
             continue
-        calls = tool_calls_of(message) if role == "assistant" else []
+        calls = list(dict(tool_calls_of(message)).items()) if role == "assistant" else []
         if not calls or message.get("stopReason") in ("error", "aborted"):
             out.append(message)
             index += 1
@@ -708,31 +709,29 @@ def repair_tool_use_result_pairing(messages: list[Msg]) -> ToolUseRepairReport:
             result_id = tool_result_id(follower)
             if result_id is None or result_id not in wanted:
                 report.dropped_orphan_count += 1
-                changed = True
-            elif result_id in seen or result_id in found:
+            elif result_id in found:
                 report.dropped_duplicate_count += 1
-                changed = True
             else:
                 if remainder:
                     report.moved = True
-                    changed = True
                 name = follower.get("toolName")
-                if not (isinstance(name, str) and name.strip()) and wanted[result_id]:
-                    follower = {**follower, "toolName": wanted[result_id]}
-                    changed = True
+                if not (isinstance(name, str) and name.strip()):
+                    follower = {**follower, "toolName": wanted[result_id] or "unknown"}
                 found[result_id] = follower
-        out.append(message)
+        segment: list[Msg] = [message]
         for call_id, name in calls:
-            if call_id in seen:
-                continue
             result = found.get(call_id)
             if result is None:
                 result = make_missing_tool_result(call_id, name, message.get("timestamp", 0))
                 report.added.append(result)
-                changed = True
-            seen.add(call_id)
-            out.append(result)
-        out.extend(remainder)
+            segment.append(result)
+        segment.extend(remainder)
+        original = messages[index:end]
+        if len(segment) != len(original) or any(
+            a is not b for a, b in zip(segment, original, strict=True)
+        ):
+            changed = True
+        out.extend(segment)
         index = end
     if not changed:
         report.messages = messages
@@ -774,12 +773,18 @@ def normalize_assistant_usage(messages: list[Msg]) -> list[Msg]:
     last_compaction = max(
         (i for i, m in enumerate(messages) if is_compaction_summary(m)), default=-1
     )
+    compacted_at = messages[last_compaction].get("timestamp") if last_compaction >= 0 else None
     out: list[Msg] = []
     changed = False
     for index, message in enumerate(messages):
         if message.get("role") == "assistant":
             usage = message.get("usage")
-            stale = index < last_compaction
+            written_at = message.get("timestamp")
+            stale = index < last_compaction or (
+                isinstance(compacted_at, int | float)
+                and isinstance(written_at, int | float)
+                and written_at <= compacted_at
+            )
             if (stale and usage != empty_usage()) or not _is_full_usage(usage):
                 message = {**message, "usage": empty_usage()}
                 changed = True
@@ -939,8 +944,7 @@ def sanitize_session_history(
     if is_openai_responses_api(model_api) and model_changed:
         history = downgrade_openai_reasoning_blocks(history)
     # 8. Gemini never starts with a model turn
-    if policy.apply_google_turn_ordering and is_google_model_api(model_api):
-        history = apply_google_turn_ordering_fix(history, session_manager)
-    elif policy.apply_google_turn_ordering:
-        history = apply_google_turn_ordering_fix(history)
+    if policy.apply_google_turn_ordering:
+        marker_session = session_manager if is_google_model_api(model_api) else None
+        history = apply_google_turn_ordering_fix(history, marker_session)
     return history
