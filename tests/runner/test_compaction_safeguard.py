@@ -4,6 +4,7 @@ and the extension inside a real AgentSession compaction."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,9 @@ def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 0}
 
 
-def assistant(text: str = "", calls: list[tuple[str, str, dict[str, Any]]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+def assistant(
+    text: str = "", calls: Sequence[tuple[str, str, dict[str, Any]]] = ()
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     for call_id, name, args in calls:
         content.append({"type": "toolCall", "id": call_id, "name": name, "arguments": args})

@@ -352,6 +352,8 @@ def context_pruning_extension(runtime: ContextPruningRuntime) -> Callable[[Exten
             return None
         last_touch = runtime.last_cache_touch_at
         if last_touch is None or settings.ttl_ms <= 0:
+            # no touch recorded yet: the cache state is unknown, and the runner records one
+            # after every attempt, so pruning starts from the next expired window
             return None
         now = runtime.now_ms()
         if now - last_touch < settings.ttl_ms:
