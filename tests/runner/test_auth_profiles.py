@@ -531,3 +531,18 @@ def test_in_memory_store_is_changed_without_a_file() -> None:
     mark_auth_profile_failure(store, "openai:p1", "auth", now=T0)
     assert store.last_good("openai") == "openai:p1"
     assert is_profile_in_cooldown(store, "openai:p1", now=T0)
+
+
+def test_unavailable_reason_names_the_profile_wide_cause_not_older_model_limits(
+    agent_dir: Path,
+) -> None:
+    write_store(agent_dir, two_keys())
+    store = load_auth_profile_store(agent_dir)
+    for pid in ("openai:p1", "openai:p2"):
+        for i in range(3):
+            mark_auth_profile_failure(store, pid, "rate_limit", model=f"m{i}", now=T0)
+        mark_auth_profile_failure(store, pid, "auth", model="m0", now=T0)
+    ids = ["openai:p1", "openai:p2"]
+    assert resolve_profiles_unavailable_reason(store, ids, model="gpt-x", now=T0 + 1) == "auth"
+    mark_auth_profile_used(store, "openai:p1", now=T0 + 2)
+    assert "cooldownReason" not in read_store(agent_dir)["usageStats"]["openai:p1"]

@@ -195,6 +195,7 @@ def clear_expired_cooldowns(store: AuthProfileStore, now: int | None = None) -> 
             had_window = True
             if not _active(cooldown, current):
                 del stats["cooldownUntil"]
+                stats.pop("cooldownReason", None)
                 changed = True
         disabled = _num(stats.get("disabledUntil"))
         if disabled is not None:
@@ -261,8 +262,13 @@ def resolve_profiles_unavailable_reason(
             scores[disabled_reason] = scores.get(disabled_reason, 0) + 1000
         if _active(_num(stats.get("cooldownUntil")), current):
             counts = stats.get("failureCounts")
+            counts = counts if isinstance(counts, dict) else {}
+            own = stats.get("cooldownReason")
             added = False
-            if isinstance(counts, dict):
+            if isinstance(own, str):
+                scores[own] = scores.get(own, 0) + max(1, _num(counts.get(own)) or 1)
+                added = True
+            elif counts:
                 for reason, count in counts.items():
                     n = _num(count)
                     if n and n > 0:
@@ -455,7 +461,13 @@ def mark_auth_profile_used(
         stats = fresh.usage_for_update(profile_id)
         stats["lastUsed"] = current
         stats["errorCount"] = 0
-        for key in ("cooldownUntil", "disabledUntil", "disabledReason", "failureCounts"):
+        for key in (
+            "cooldownUntil",
+            "cooldownReason",
+            "disabledUntil",
+            "disabledReason",
+            "failureCounts",
+        ):
             stats.pop(key, None)
         models = stats.get("modelCooldowns")
         if model is None or not isinstance(models, dict):
@@ -534,6 +546,7 @@ def mark_auth_profile_failure(
         if reason in PROFILE_SCOPED_REASONS or not model:
             span = _cooldown_span(stats["errorCount"], retry_after_ms)
             _extend(stats, "cooldownUntil", current + span, current)
+            stats["cooldownReason"] = reason
             return
 
         models = stats.get("modelCooldowns")
