@@ -140,3 +140,35 @@ def test_missing_config_gives_none() -> None:
 def test_keys_without_a_chat_kind_give_none() -> None:
     assert get_history_limit_from_session_key("main:telegram:42", CONFIG) is None
     assert get_history_limit_from_session_key("agent:main:main", CONFIG) is None
+
+
+def test_an_orphaned_trailing_user_message_is_branched_past(tmp_path: Any) -> None:
+    from clawpi.runner.history import branch_past_orphaned_user_message
+    from clawpi.session import SessionManager
+
+    path = tmp_path / "s.jsonl"
+    session = SessionManager.open(path)
+    session.append_message(user("hi"))
+    reply = session.append_message(assistant())
+    session.append_message(user("lost in a crash"))
+    reopened = SessionManager.open(path)
+    orphan = branch_past_orphaned_user_message(reopened)
+    assert orphan is not None and orphan["content"] == "lost in a crash"
+    assert reopened.get_leaf_id() == reply
+    reopened.append_message(user("new prompt"))
+    roles = [m["role"] for m in SessionManager.open(path).build_session_context().messages]
+    assert roles == ["user", "assistant", "user"]
+    assert branch_past_orphaned_user_message(reopened) is not None  # the new one is a leaf too
+
+
+def test_a_session_ending_with_a_reply_is_left_alone(tmp_path: Any) -> None:
+    from clawpi.runner.history import branch_past_orphaned_user_message
+    from clawpi.session import SessionManager
+
+    session = SessionManager.open(tmp_path / "ok.jsonl")
+    session.append_message(user("hi"))
+    leaf = session.append_message(assistant())
+    assert branch_past_orphaned_user_message(session) is None
+    assert session.get_leaf_id() == leaf
+    empty = SessionManager.in_memory()
+    assert branch_past_orphaned_user_message(empty) is None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from clawpi.runner.sanitize import is_compaction_summary, tool_calls_of, tool_result_id
+from clawpi.session.store import SessionManager
 
 Msg = dict[str, Any]
 
@@ -61,6 +62,25 @@ def limit_history_turns(messages: Sequence[Msg], limit: int | None) -> list[Msg]
     if turn == 0:
         return history
     return [*history[:start], *history[user_starts[turn] :]]
+
+
+def branch_past_orphaned_user_message(session: SessionManager) -> Msg | None:
+    """If the session ends with an unanswered user message, move the leaf before it.
+
+    A run that died before replying leaves its user message as the leaf; prompting on top of
+    it would send two user turns in a row. The old message stays in the file (on the abandoned
+    branch); it is returned so the caller can decide whether to carry its text forward.
+    """
+    leaf = session.get_leaf_entry()
+    message = leaf.get("message") if leaf is not None and leaf.get("type") == "message" else None
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return None
+    parent = leaf.get("parentId") if leaf is not None else None
+    if isinstance(parent, str):
+        session.branch(parent)
+    else:
+        session.reset_leaf()
+    return message
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,7 +180,7 @@ class SessionTruncationResult:
 def _reappend(session: SessionManager, entry: Entry, ids: Mapping[str, str], message: Any) -> str:
     """Append a copy of `entry` at the leaf; returns the new entry's id."""
     kind = entry.get("type")
-    if kind == "message":
+    if kind == "message" and isinstance(message, dict):
         return session.append_message(message)
     if kind == "custom_message":
         return session.append_custom_message_entry(
@@ -216,7 +216,8 @@ def _reappend(session: SessionManager, entry: Entry, ids: Mapping[str, str], mes
             entry.get("details"),
             entry.get("fromHook"),
         )
-    # An entry type this version does not know: copied field for field, never dropped.
+    # An entry type this version does not know (or a malformed message entry): copied field
+    # for field through the manager's own stamping, never dropped.
     payload = [(k, v) for k, v in entry.items() if k not in ("type", "id", "parentId", "timestamp")]
     return session._append(session._stamp(payload, str(kind), True))
 
@@ -255,7 +256,7 @@ def truncate_oversized_tool_results_in_session(
         )
     first = min(oversized)
     result = SessionTruncationResult(True, max_chars=limit)
-    interceptor = manager._interceptor
+    interceptor = manager._interceptor  # restored below; the manager has no public getter
     manager.set_interceptor(None)
     try:
         parent = branch[first].get("parentId")
