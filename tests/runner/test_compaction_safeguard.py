@@ -289,6 +289,13 @@ async def test_quality_guard_retries_when_sections_are_missing() -> None:
     assert decision["compaction"]["summary"].startswith(GOOD_SUMMARY)
 
 
+async def test_a_failed_quality_retry_keeps_the_first_summary() -> None:
+    answers = iter(["prose summary"] + [FauxResponse(error="503 busy")] * 3)
+    recorder = Recorder(lambda _text: next(answers))
+    decision = await decide(preparation(BASIC), runtime(recorder, recent_turns_preserve=0))
+    assert decision["compaction"]["summary"] == "prose summary"
+
+
 async def test_quality_guard_checks_strict_identifiers_and_can_be_disabled() -> None:
     messages = [user("deploy https://example.com/api/v2 from /srv/app/main.py"), assistant("ok")]
     recorder = Recorder()

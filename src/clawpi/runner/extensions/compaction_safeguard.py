@@ -773,14 +773,8 @@ async def run_compaction_safeguard(
             extract_identifiers(to_summarize) if runtime.identifier_policy == "strict" else []
         )
         retries = runtime.quality_guard_max_retries if runtime.quality_guard_enabled else 0
-        feedback: str | None = None
-        history = ""
-        for _round in range(retries + 1):
-            history = await summarizer.summarize_in_stages(
-                to_summarize, chunk_tokens, previous, extra=feedback
-            )
-            if not runtime.quality_guard_enabled or not to_summarize:
-                break
+        history = await summarizer.summarize_in_stages(to_summarize, chunk_tokens, previous)
+        for _retry in range(retries if to_summarize else 0):
             problems = audit_summary(history, identifiers)
             if not problems:
                 break
@@ -789,6 +783,15 @@ async def run_compaction_safeguard(
                 + "; ".join(problems)
                 + ". Include every required section heading and copy the identifiers exactly."
             )
+            try:
+                history = await summarizer.summarize_in_stages(
+                    to_summarize, chunk_tokens, previous, extra=feedback
+                )
+            except Exception as exc:
+                log.warning(
+                    "compaction safeguard: quality retry failed (%s); keeping the last", exc
+                )
+                break
         summary = history
         if preparation.is_split_turn and prefix:
             prefix_text = await summarizer.summarize_in_stages(
