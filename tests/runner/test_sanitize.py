@@ -322,6 +322,12 @@ def test_malformed_tool_calls_are_dropped() -> None:
     assert out[1]["content"] == [text("t"), {**good, "name": "read"}]
 
 
+def test_a_repeated_call_id_within_one_turn_is_dropped() -> None:
+    history = [user("q"), assistant(call("c1", "read"), call("c1", "write"))]
+    out = sanitize_tool_call_inputs(history)
+    assert [b["name"] for b in out[1]["content"]] == ["read"]
+
+
 def test_tool_calls_outside_the_allowlist_are_dropped_case_insensitively() -> None:
     history = [user("q"), assistant(call("c1", "Read"), call("c2", "rm_rf"))]
     out = sanitize_tool_call_inputs(history, allowed_tool_names=["read", "write"])
@@ -625,3 +631,59 @@ def test_a_crashed_session_file_replays_validly_for_every_provider(tmp_path: Any
             assert not any(a["role"] == b["role"] == "user" for a, b in pairs)
         if policy.validate_gemini_turns:
             assert not any(a["role"] == b["role"] == "assistant" for a, b in pairs)
+
+
+# -- properties over generated histories ---------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_IDS = st.sampled_from(["c1", "c-2", "call_3|fc_3", "functions.read:0", "", "toolu_01A"])
+_NAMES = st.sampled_from(["read", "bad name", "write", " grep "])
+
+
+@st.composite
+def _histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for step in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["user", "assistant", "result", "text"]))
+        if kind == "user":
+            out.append(user(draw(st.sampled_from(["hi", "", "more"])), ts=step))
+        elif kind == "assistant":
+            calls = [call(draw(_IDS), draw(_NAMES)) for _ in range(draw(st.integers(0, 2)))]
+            stop = draw(st.sampled_from(["stop", "toolUse", "error", "aborted"]))
+            out.append(assistant(*calls, stop=stop, ts=step))
+        elif kind == "text":
+            out.append(assistant(text(draw(st.sampled_from(["", "ok", " "]))), ts=step))
+        else:
+            out.append(result(draw(_IDS), details={"x": step}))
+    return out
+
+
+_POLICIES = [
+    (ANTHROPIC, "anthropic-messages", "anthropic"),
+    (GOOGLE, "google-generative-ai", "google"),
+    (OPENAI, "openai-responses", "openai"),
+    (MISTRAL, "openai-completions", "mistral"),
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(_histories(), st.sampled_from(_POLICIES))
+def test_property_pipeline_is_idempotent_and_pairs_every_call(
+    history: list[dict[str, Any]], target: tuple[Any, str, str]
+) -> None:
+    policy, api, provider = target
+    before = copy.deepcopy(history)
+    once = sanitize_session_history(history, policy, model_api=api, provider=provider)
+    assert history == before
+    assert sanitize_session_history(once, policy, model_api=api, provider=provider) == once
+    for index, message in enumerate(once):
+        if message["role"] == "assistant" and message["stopReason"] not in ("error", "aborted"):
+            ids = [b["id"] for b in message["content"] if b["type"] == "toolCall"]
+            answers = [m.get("toolCallId") for m in once[index + 1 : index + 1 + len(ids)]]
+            assert answers == ids
+        if message["role"] == "toolResult":
+            owner = next(m for m in reversed(once[:index]) if m["role"] == "assistant")
+            assert message["toolCallId"] in [b["id"] for b in owner["content"]]
+            assert "details" not in message

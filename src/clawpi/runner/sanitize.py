@@ -11,7 +11,7 @@ seed's order, each a small function of its own:
    (plus `drop_thinking_blocks` where the policy asks for it);
 3. `sanitize_antigravity_thinking_blocks`: Claude-via-Google thinking keeps only valid
    base64 signatures under `thinkingSignature`;
-4. `sanitize_tool_call_inputs`: malformed or unknown tool calls dropped;
+4. `sanitize_tool_call_inputs`: malformed, duplicate or unknown tool calls dropped;
 5. `repair_tool_use_result_pairing`: every call answered right after its turn, orphans and
    duplicates dropped;
 6. `strip_tool_result_details`: UI-only `details` never reach the model (and stale usage before
@@ -599,9 +599,9 @@ def sanitize_tool_call_inputs(
 ) -> list[Msg]:
     """Drop tool calls a provider would reject or the agent cannot run.
 
-    A call without `arguments`/`input`, with a blank id, with a name that is not
-    `[A-Za-z0-9_-]{1,64}`, or (given an allowlist, compared case-insensitively) with a name
-    the agent does not have, is removed; names are trimmed; `sessions_spawn` attachment contents
+    A call without `arguments`/`input`, with a blank id or the id of an earlier call in the same
+    turn, with a name that is not `[A-Za-z0-9_-]{1,64}`, or (given an allowlist, compared
+    case-insensitively) with a name the agent does not have, is removed; names are trimmed; `sessions_spawn` attachment contents
     are redacted. An assistant message left with nothing is dropped.
     """
     allowed = (
@@ -619,13 +619,15 @@ def sanitize_tool_call_inputs(
             continue
         new_blocks = []
         touched = False
+        call_ids: set[str] = set()
         for block in blocks:
             if not _is_tool_call(block):
                 new_blocks.append(block)
                 continue
-            if not _valid_tool_call(block, allowed):
+            if not _valid_tool_call(block, allowed) or block["id"] in call_ids:
                 touched = True
                 continue
+            call_ids.add(block["id"])
             name = block["name"].strip()
             new_block = block if name == block["name"] else {**block, "name": name}
             if name.lower() == "sessions_spawn":
