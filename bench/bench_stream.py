@@ -1,10 +1,13 @@
 """Per-event overhead of `clawpi.ai.stream` over iterating the raw vendor SDK stream.
 
-Both sides read the same SSE body from the same local fake server in the same process, taking
-turns, so network, SSE parsing and SDK model construction cancel out and the ratio is what
-clawpi adds per event (building the partial message and the event dicts). Target: <= 1.2x.
+For each of the four APIs both sides read the same SSE body from the same local fake server in
+the same process, taking turns, so network, SSE parsing and SDK model construction cancel out
+and the ratio is what clawpi adds per event (building the partial message and the event dicts).
+Target: <= 1.2x. The openai-responses provider parses the SSE itself instead of using the SDK's
+event stream (see its module docstring), so its baseline is the SDK's own
+`client.responses.create(stream=True)` iteration and its ratio is well below 1.
 
-    python bench/bench_stream.py [--events 2000] [--rounds 15]
+    python bench/bench_stream.py [--events 2000] [--rounds 15] [--api NAME ...] [--json]
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.fakes import gemini_sse as gem
 from tests.fakes.http_server import FakeResponse, FakeServer, sse_frame
+from tests.fakes.responses_sse import ResponsesStream
 
 from clawpi.ai import Model, stream
 
@@ -112,83 +117,177 @@ def anthropic_frames(events: int) -> list[bytes]:
     return [b"".join(frames)]
 
 
-async def time_once(run: Callable[[], Awaitable[int]]) -> tuple[float, int]:
-    start = time.perf_counter()
+def responses_frames(events: int) -> list[bytes]:
+    return [b"".join(ResponsesStream("m").message(["word "] * events).completed().frames())]
+
+
+def gemini_frames(events: int) -> list[bytes]:
+    frames = [gem.chunk(gem.text("word ")) for _ in range(events)]
+    frames.append(gem.chunk(gem.text("."), finish_reason="STOP", usage=gem.usage(10, events + 1)))
+    return [b"".join(frames)]
+
+
+RawRun = Callable[[], Awaitable[int]]
+
+
+def openai_setup(server: FakeServer, events: int) -> tuple[Model, list[bytes], RawRun]:
+    import openai
+
+    model = Model(id="m", api="openai-completions", provider="bench", base_url=server.url + "/v1")
+    client = openai.AsyncOpenAI(api_key="k", base_url=server.url + "/v1", max_retries=0)
+
+    async def raw() -> int:
+        count = 0
+        response = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        async for _ in response:
+            count += 1
+        return count
+
+    return model, openai_frames(events), raw
+
+
+def anthropic_setup(server: FakeServer, events: int) -> tuple[Model, list[bytes], RawRun]:
+    import anthropic
+
+    model = Model(id="m", api="anthropic-messages", provider="bench", base_url=server.url)
+    client = anthropic.AsyncAnthropic(api_key="k", base_url=server.url, max_retries=0)
+
+    async def raw() -> int:
+        count = 0
+        response = await client.messages.create(
+            model="m",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+        )
+        async for _ in response:
+            count += 1
+        return count
+
+    return model, anthropic_frames(events), raw
+
+
+def responses_setup(server: FakeServer, events: int) -> tuple[Model, list[bytes], RawRun]:
+    """The provider reads the SSE itself (see its docstring); the baseline is the SDK's own
+    `responses.create(stream=True)` iteration, which validates every event with pydantic."""
+    import openai
+
+    model = Model(id="m", api="openai-responses", provider="bench", base_url=server.url + "/v1")
+    client = openai.AsyncOpenAI(api_key="k", base_url=server.url + "/v1", max_retries=0)
+
+    async def raw() -> int:
+        count = 0
+        response = await client.responses.create(
+            model="m",
+            input=[{"role": "user", "content": "hi"}],
+            stream=True,
+            store=False,
+        )
+        async for _ in response:
+            count += 1
+        return count
+
+    return model, responses_frames(events), raw
+
+
+def gemini_setup(server: FakeServer, events: int) -> tuple[Model, list[bytes], RawRun]:
+    from google import genai
+    from google.genai import types as genai_types
+
+    model = Model(
+        id="gemini-2.5-flash",
+        api="google-generative-ai",
+        provider="bench",
+        base_url=server.url + "/v1beta",
+    )
+    client = genai.Client(
+        api_key="k",
+        http_options=genai_types.HttpOptions(
+            base_url=server.url,
+            api_version="v1beta",
+            retry_options=genai_types.HttpRetryOptions(attempts=1),
+        ),
+    )
+
+    async def raw() -> int:
+        count = 0
+        response = await client.aio.models.generate_content_stream(
+            model="gemini-2.5-flash", contents="hi"
+        )
+        async for _ in response:
+            count += 1
+        return count
+
+    return model, gemini_frames(events), raw
+
+
+SETUPS: dict[str, Callable[[FakeServer, int], tuple[Model, list[bytes], RawRun]]] = {
+    "openai-completions": openai_setup,
+    "anthropic-messages": anthropic_setup,
+    "openai-responses": responses_setup,
+    "google-generative-ai": gemini_setup,
+}
+
+
+async def time_once(run: RawRun) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of this thread, events). The fake server runs in another
+    thread, so thread CPU time is the client's own work and stays stable on a busy machine."""
+    wall, cpu = time.perf_counter(), time.thread_time()
     count = await run()
-    return time.perf_counter() - start, count
+    return time.perf_counter() - wall, time.thread_time() - cpu, count
 
 
 async def bench_api(name: str, server: FakeServer, events: int, rounds: int) -> dict[str, Any]:
     context: Any = {"messages": [{"role": "user", "content": "hi", "timestamp": 1}]}
-    if name == "openai-completions":
-        import openai
-
-        body = openai_frames(events)
-        model = Model(id="m", api=name, provider="bench", base_url=server.url + "/v1")
-        client = openai.AsyncOpenAI(api_key="k", base_url=server.url + "/v1", max_retries=0)
-
-        async def raw() -> int:
-            count = 0
-            response = await client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "hi"}], stream=True
-            )
-            async for _ in response:
-                count += 1
-            return count
-    else:
-        import anthropic
-
-        body = anthropic_frames(events)
-        model = Model(id="m", api=name, provider="bench", base_url=server.url)
-        aclient = anthropic.AsyncAnthropic(api_key="k", base_url=server.url, max_retries=0)
-
-        async def raw() -> int:
-            count = 0
-            response = await aclient.messages.create(
-                model="m",
-                max_tokens=100,
-                messages=[{"role": "user", "content": "hi"}],
-                stream=True,
-            )
-            async for _ in response:
-                count += 1
-            return count
+    model, body, raw = SETUPS[name](server, events)
 
     async def ours() -> int:
         count = 0
-        async for _ in stream(model, context, api_key="k"):
+        async for event in stream(model, context, api_key="k"):
             count += 1
+            if event["type"] == "error":
+                raise RuntimeError(f"{name}: {event['error'].get('errorMessage')}")
         return count
 
     server.handler = lambda request: FakeResponse.sse(body)
-    raw_times: list[float] = []
-    our_times: list[float] = []
+    raw_wall: list[float] = []
+    raw_cpu: list[float] = []
+    our_wall: list[float] = []
+    our_cpu: list[float] = []
     raw_events = our_events = 0
-    for _ in range(2):  # warm up connections and imports
+    for _ in range(2):  # warm up connections, imports and the SDKs' schema caches
         await raw()
         await ours()
-    for _ in range(rounds):
-        elapsed, raw_events = await time_once(raw)
-        raw_times.append(elapsed)
-        elapsed, our_events = await time_once(ours)
-        our_times.append(elapsed)
-    raw_median = statistics.median(raw_times)
-    our_median = statistics.median(our_times)
+    for _ in range(rounds):  # alternate so drift in machine load hits both sides alike
+        wall, cpu, raw_events = await time_once(raw)
+        raw_wall.append(wall)
+        raw_cpu.append(cpu)
+        wall, cpu, our_events = await time_once(ours)
+        our_wall.append(wall)
+        our_cpu.append(cpu)
+    raw_ms, our_ms = statistics.median(raw_wall) * 1000, statistics.median(our_wall) * 1000
+    raw_cpu_ms, our_cpu_ms = statistics.median(raw_cpu) * 1000, statistics.median(our_cpu) * 1000
     return {
         "api": name,
+        "raw_events": raw_events,
         "events": our_events,
-        "raw_ms": raw_median * 1000,
-        "clawpi_ms": our_median * 1000,
-        "raw_us_per_event": raw_median / max(raw_events, 1) * 1e6,
-        "clawpi_us_per_event": our_median / max(our_events, 1) * 1e6,
-        "ratio": our_median / raw_median,
+        "raw_ms": raw_ms,
+        "clawpi_ms": our_ms,
+        "raw_us_per_event": raw_ms / max(raw_events, 1) * 1000,
+        "clawpi_us_per_event": our_ms / max(our_events, 1) * 1000,
+        "ratio": our_ms / raw_ms,
+        "raw_cpu_ms": raw_cpu_ms,
+        "clawpi_cpu_ms": our_cpu_ms,
+        "cpu_ratio": our_cpu_ms / raw_cpu_ms,
     }
 
 
-async def main_async(events: int, rounds: int) -> list[dict[str, Any]]:
+async def main_async(events: int, rounds: int, apis: list[str]) -> list[dict[str, Any]]:
     rows = []
     with FakeServer() as server:
-        for api in ("openai-completions", "anthropic-messages"):
+        for api in apis:
             rows.append(await bench_api(api, server, events, rounds))
     return rows
 
@@ -197,20 +296,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--api", action="append", choices=list(SETUPS), help="repeatable")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     args = parser.parse_args()
-    rows = asyncio.run(main_async(args.events, args.rounds))
+    rows = asyncio.run(main_async(args.events, args.rounds, args.api or list(SETUPS)))
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print(f"stream() vs raw SDK iteration, {args.events} text deltas, median of {args.rounds}")
-    header = f"{'api':<20} {'events':>7} {'raw ms':>9} {'clawpi ms':>10} {'raw us/ev':>10} {'clawpi us/ev':>13} {'ratio':>6}"
+    print(
+        f"stream() vs raw SDK iteration, {args.events} text deltas, median of {args.rounds} "
+        "alternating rounds (wall clock; cpu = this thread's CPU time)"
+    )
+    header = (
+        f"{'api':<21} {'raw ev':>7} {'our ev':>7} {'raw ms':>9} {'clawpi ms':>10} "
+        f"{'raw us/ev':>10} {'clawpi us/ev':>13} {'ratio':>6} {'cpu ratio':>10}"
+    )
     print(header)
     print("-" * len(header))
     for row in rows:
         print(
-            f"{row['api']:<20} {row['events']:>7} {row['raw_ms']:>9.1f} {row['clawpi_ms']:>10.1f} "
-            f"{row['raw_us_per_event']:>10.1f} {row['clawpi_us_per_event']:>13.1f} {row['ratio']:>5.2f}x"
+            f"{row['api']:<21} {row['raw_events']:>7} {row['events']:>7} {row['raw_ms']:>9.1f} "
+            f"{row['clawpi_ms']:>10.1f} {row['raw_us_per_event']:>10.1f} "
+            f"{row['clawpi_us_per_event']:>13.1f} {row['ratio']:>5.2f}x {row['cpu_ratio']:>9.2f}x"
         )
 
 
