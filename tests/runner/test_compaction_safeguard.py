@@ -239,7 +239,8 @@ async def test_tool_failures_section_lands_in_the_summary() -> None:
         tool_result("c1", "make: *** no rule", error=True, details={"exitCode": 2}),
         assistant("it failed"),
     ]
-    decision = await decide(preparation(messages), runtime(Recorder(), recent_turns_preserve=0))
+    recorder = Recorder()  # keep the scripted model alive for the whole call
+    decision = await decide(preparation(messages), runtime(recorder, recent_turns_preserve=0))
     assert (
         "\n\n## Tool Failures\n- exec (exitCode=2): make: *** no rule"
         in (decision["compaction"]["summary"])
@@ -251,7 +252,8 @@ async def test_recent_turns_are_preserved_verbatim_up_to_the_count() -> None:
     for index in range(5):
         messages += [user(f"question {index}"), assistant(f"answer {index}")]
     messages[-1] = assistant("y" * 1_000)
-    decision = await decide(preparation(messages), runtime(Recorder(), recent_turns_preserve=2))
+    recorder = Recorder()
+    decision = await decide(preparation(messages), runtime(recorder, recent_turns_preserve=2))
     summary = decision["compaction"]["summary"]
     section = summary.split("## Recent turns (verbatim)\n", 1)[1]
     assert section.splitlines()[:3] == [
@@ -328,7 +330,8 @@ async def test_workspace_critical_rules_are_appended(tmp_path: Path) -> None:
         "# Agents\n\n## Red Lines\nNever push to main.\n\n## Other\nignored\n\n"
         "## Session Startup\nRead USER.md first.\n"
     )
-    rt = runtime(Recorder(), workspace_dir=tmp_path)
+    recorder = Recorder()
+    rt = runtime(recorder, workspace_dir=tmp_path)
     summary = (await decide(preparation(BASIC), rt))["compaction"]["summary"]
     block = summary.split("<workspace-critical-rules>\n", 1)[1]
     assert "Never push to main." in block and "Read USER.md first." in block
