@@ -210,12 +210,7 @@ def _read(workspace: Workspace, raw: str) -> str:
 
 def _delete(workspace: Workspace, raw: str) -> None:
     parent = workspace.resolve(os.path.dirname(raw) or ".", for_write=True)
-    target = os.path.join(parent, os.path.basename(raw))
-    if not os.path.lexists(target):
-        raise PatchError(f"Delete File {raw}: file not found.")
-    if os.path.isdir(target) and not os.path.islink(target):
-        raise PatchError(f"Delete File {raw}: is a directory.")
-    os.unlink(target)
+    workspace.unlink(parent, os.path.basename(raw), raw)
 
 
 def apply_patch_sync(workspace: Workspace, text: str) -> ToolResult:

@@ -153,16 +153,44 @@ class Workspace:
         os.set_blocking(fd, True)
         return fd
 
-    def _open_beneath(self, real: str, flags: int, mode: int, create_parents: bool) -> int:
-        parts = os.path.relpath(real, self.root).split("/")
+    def unlink(self, real_parent: str, name: str, raw: str) -> None:
+        """Remove the file (or symlink) `name` in `real_parent`, reached without following
+        symlinks when confined; directories are refused."""
+        try:
+            if self.confined and is_within(real_parent, self.root):
+                dir_fd = self._walk_to_dir(os.path.relpath(real_parent, self.root).split("/"))
+            else:
+                dir_fd = os.open(real_parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise ToolError(f"File not found: {raw}") from None
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise PathEscapeError(
+                    f"Path {raw!r} changed to a symbolic link; refused."
+                ) from None
+            raise ToolError(f"Cannot delete {raw}: {exc.strerror}") from None
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                raise ToolError(f"{raw} is a directory; only files can be deleted.")
+            os.unlink(name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise ToolError(f"File not found: {raw}") from None
+        finally:
+            os.close(dir_fd)
+
+    def _walk_to_dir(self, parts: list[str], create: bool = False) -> int:
+        """A descriptor for root/parts, every step opened with O_NOFOLLOW."""
         directory_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         dir_fd = os.open(self.root, directory_flags)
         try:
-            for part in parts[:-1]:
+            for part in parts:
+                if part in ("", "."):
+                    continue
                 try:
                     next_fd = os.open(part, directory_flags, dir_fd=dir_fd)
                 except FileNotFoundError:
-                    if not create_parents:
+                    if not create:
                         raise
                     try:
                         os.mkdir(part, dir_fd=dir_fd)
@@ -171,6 +199,15 @@ class Workspace:
                     next_fd = os.open(part, directory_flags, dir_fd=dir_fd)
                 os.close(dir_fd)
                 dir_fd = next_fd
+        except BaseException:
+            os.close(dir_fd)
+            raise
+        return dir_fd
+
+    def _open_beneath(self, real: str, flags: int, mode: int, create_parents: bool) -> int:
+        parts = os.path.relpath(real, self.root).split("/")
+        dir_fd = self._walk_to_dir(parts[:-1], create_parents)
+        try:
             return os.open(parts[-1], flags, mode, dir_fd=dir_fd)
         finally:
             os.close(dir_fd)
