@@ -304,3 +304,12 @@ async def test_sandbox_network_is_shared_only_when_allowed(make_tools) -> None:
         assert text_of(result) == "connected\n"
         connection, _ = listener.accept()
         connection.close()
+
+
+async def test_exec_output_beyond_the_memory_cap_counts_every_line(tools) -> None:
+    result = await tools["exec"].execute("c", {"command": "seq 1 300000"})  # ~2 MB of output
+    text = text_of(result)
+    path = result.details["fullOutputPath"]
+    assert text.endswith(f"\n\n[Showing lines 298002-300001 of 300001. Full output: {path}]")
+    assert text.startswith("298002\n")
+    assert Path(path).stat().st_size == sum(len(f"{i}\n") for i in range(1, 300001))

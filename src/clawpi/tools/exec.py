@@ -106,7 +106,7 @@ def format_output(
             f"[Showing last {format_size(trunc.output_bytes)} of line {end} "
             f"(line is {format_size(line_size)}). Full output: {path}]"
         )
-    elif trunc.truncated_by == "bytes" or output.start > 0:
+    elif trunc.truncated_by == "bytes":
         notice = (
             f"[Showing lines {start}-{end} of {total_lines} "
             f"({format_size(DEFAULT_MAX_BYTES)} limit). Full output: {path}]"
