@@ -12,7 +12,8 @@ def marker_seconds() -> str:
     return f"30.{secrets.randbelow(10**8):08d}"
 
 
-def live_pids_with(marker: str) -> list[int]:
+def live_pids_with(marker: str, *, argv0: str | None = None) -> list[int]:
+    """Live processes whose command line contains `marker` (and starts with `argv0`)."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -23,6 +24,8 @@ def live_pids_with(marker: str) -> list[int]:
             with open(f"/proc/{name}/stat", "rb") as handle:
                 state = handle.read().rsplit(b")", 1)[1].split()[0]
         except OSError:
+            continue
+        if argv0 is not None and cmdline.split(b"\0")[0].rsplit(b"/", 1)[-1] != argv0.encode():
             continue
         if marker.encode() in cmdline and state != b"Z":
             found.append(int(name))
@@ -37,3 +40,13 @@ def wait_until_gone(marker: str, timeout: float = 3.0) -> list[int]:
         if not pids or time.monotonic() > deadline:
             return pids
         time.sleep(0.02)
+
+
+async def wait_for_sleepers(marker: str, count: int, timeout: float = 10.0) -> None:
+    """Wait until `count` `sleep <marker>` processes run; fail the test if they never do."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while len(live_pids_with(marker, argv0="sleep")) < count:
+        assert time.monotonic() < deadline, f"only {live_pids_with(marker, argv0='sleep')} started"
+        await asyncio.sleep(0.02)

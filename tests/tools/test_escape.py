@@ -24,7 +24,7 @@ from clawpi.tools import (
     create_coding_tools,
 )
 from tests.tools.conftest import requires_bwrap, text_of
-from tests.tools.proc_util import live_pids_with, marker_seconds, wait_until_gone
+from tests.tools.proc_util import marker_seconds, wait_for_sleepers, wait_until_gone
 
 pytestmark = requires_bwrap
 
@@ -194,8 +194,7 @@ async def test_exec_leaves_no_background_child_after_abort(
     marker = marker_seconds()
     command = f"(setsid sleep {marker} &) ; nohup sleep {marker} >/dev/null 2>&1 & sleep {marker}"
     task = asyncio.create_task(tools["exec"].execute("c", {"command": command}))
-    while len(live_pids_with(marker)) < 3:
-        await asyncio.sleep(0.02)
+    await wait_for_sleepers(marker, 3)
     controller.abort()
     with pytest.raises(AbortedError, match="Command aborted"):
         await task

@@ -15,7 +15,7 @@ from clawpi.errors import AbortedError
 from clawpi.tools import CommandFailedError, ExecDeniedError, ProcessRegistry, ToolError
 from clawpi.tools.process import create_process_tool
 from tests.tools.conftest import requires_bwrap, text_of
-from tests.tools.proc_util import live_pids_with, marker_seconds, wait_until_gone
+from tests.tools.proc_util import marker_seconds, wait_for_sleepers, wait_until_gone
 
 
 @pytest.fixture
@@ -73,8 +73,7 @@ async def test_exec_abort_kills_the_tree_and_reports_aborted(make_tools) -> None
         )
 
     task = asyncio.create_task(run())
-    while not live_pids_with(marker):
-        await asyncio.sleep(0.02)
+    await wait_for_sleepers(marker, 1)
     controller.abort()
     with pytest.raises(AbortedError, match=r"ready\n\n\nCommand aborted"):
         await task
