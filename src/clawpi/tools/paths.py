@@ -1,8 +1,9 @@
 """Workspace path rules: how a model's path becomes a real file, and when it is refused.
 
-Every check runs on the resolved real path (symlinks, `..`, `/proc/self/...` all followed), and
-files are then opened with O_NOFOLLOW and re-checked through /proc/self/fd, so a symlink swapped
-in between the check and the open cannot lead outside either.
+Every check runs on the resolved real path (symlinks, `..`, `/proc/self/...` all followed).
+Confined files are then opened by walking down from the workspace root with O_NOFOLLOW at every
+step and re-checked through /proc/self/fd, so a symlink swapped in between the check and the
+open cannot lead outside either.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def expand_path(raw: str, cwd: str | os.PathLike[str]) -> str:
         path = os.path.expanduser(path)
     if not os.path.isabs(path):
         path = os.path.join(os.fspath(cwd), path)
-    return os.path.normpath(path) if path.startswith("//") else path
+    return path
 
 
 def check_path_text(raw: str) -> None:
@@ -45,13 +46,13 @@ def check_path_text(raw: str) -> None:
         raise UnsafePathError(
             f"Path {raw!r} contains a NUL byte; paths cannot contain NUL characters."
         )
-    size = len(raw.encode("utf-8", "surrogateescape"))
+    size = len(raw.encode("utf-8", "surrogatepass"))
     if size > PATH_MAX_BYTES:
         raise UnsafePathError(
             f"Path is {size} bytes long; the limit is {PATH_MAX_BYTES} bytes. Use a shorter path."
         )
     for part in raw.split("/"):
-        if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
+        if len(part.encode("utf-8", "surrogatepass")) > NAME_MAX_BYTES:
             raise UnsafePathError(
                 f"A path component of {raw[:80]!r}... is longer than {NAME_MAX_BYTES} bytes; "
                 "no file can have such a name."
