@@ -239,3 +239,28 @@ def test_the_tool_result_guard_is_bypassed_and_restored(tmp_path: Path) -> None:
     session.append_message(result("c9", "later"))
     assert session.get_branch()[-1]["message"]["content"][0]["text"] == "HOOKED"
     guard.uninstall()
+
+
+def test_the_context_guard_truncates_a_result_over_half_the_window() -> None:
+    from clawpi.runner.truncation import guard_tool_loop_context
+
+    messages = [{"role": "user", "content": "q"}, result("c1", "w" * 30_000)]
+    out = guard_tool_loop_context(messages, 10_000)  # half the window: 5,000 tokens, 2 per char
+    assert tool_result_text_length(out[1]) <= 10_000
+    assert out[1]["content"][0]["text"].endswith(TRUNCATION_SUFFIX)
+    small = [{"role": "user", "content": "q"}, result("c1", "fine")]
+    assert guard_tool_loop_context(small, 10_000) is small
+
+
+def test_the_context_guard_raises_an_overflow_the_error_classifier_recognises() -> None:
+    import pytest
+
+    from clawpi.ai.errors import is_context_overflow_error
+    from clawpi.runner.truncation import ToolLoopContextOverflow, guard_tool_loop_context
+
+    messages = [{"role": "user", "content": "u" * 20_000}]
+    messages += [result(f"c{i}", "t" * 9_000) for i in range(2)]  # counted double
+    with pytest.raises(ToolLoopContextOverflow) as caught:
+        guard_tool_loop_context(messages, 14_000)  # 56,000 chars, 90% = 50,400
+    assert caught.value.estimated_chars == 20_000 + 2 * 18_000
+    assert is_context_overflow_error(str(caught.value))

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from clawpi.errors import ClawpiError
 from clawpi.runner.config import get_path
 from clawpi.session.entries import Entry
 from clawpi.session.store import SessionManager
@@ -164,6 +165,85 @@ def truncate_oversized_tool_results_in_messages(
             count += 1
         out.append(message)
     return (out if count else messages), count
+
+
+# -- the tool-loop context guard -----------------------------------------------------------------
+
+SINGLE_TOOL_RESULT_CONTEXT_SHARE: Final = 0.5
+CONTEXT_SAFE_SHARE: Final = 0.9
+TOOL_RESULT_CHARS_PER_TOKEN: Final = 2
+"""Tool output (code, JSON, logs) tokenizes densely: estimate it at 2 chars per token."""
+IMAGE_CHAR_ESTIMATE: Final = 8_000
+TOOL_LOOP_OVERFLOW_MESSAGE: Final = (
+    "Context overflow: estimated context size exceeds safe threshold during tool loop."
+)
+
+
+class ToolLoopContextOverflow(ClawpiError):
+    """The context about to be sent would not fit; the runner compacts and retries."""
+
+    def __init__(self, estimated_chars: int, limit_chars: int) -> None:
+        super().__init__(TOOL_LOOP_OVERFLOW_MESSAGE)
+        self.estimated_chars = estimated_chars
+        self.limit_chars = limit_chars
+
+
+def _content_chars(content: Any, text_weight: int) -> int:
+    if isinstance(content, str):
+        return len(content) * text_weight
+    total = 0
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "image":
+            total += IMAGE_CHAR_ESTIMATE
+        elif kind == "text":
+            total += len(str(block.get("text") or "")) * text_weight
+        elif kind == "thinking":
+            total += len(str(block.get("thinking") or ""))
+        elif kind == "toolCall":
+            total += len(str(block.get("name") or "")) + len(repr(block.get("arguments")))
+    return total
+
+
+def estimate_context_chars(messages: Sequence[Mapping[str, Any]], system_prompt: str = "") -> int:
+    """Context size in "4-chars-per-token" characters; tool output counts double."""
+    weight = CHARS_PER_TOKEN // TOOL_RESULT_CHARS_PER_TOKEN
+    return len(system_prompt) + sum(
+        _content_chars(m.get("content"), weight if m.get("role") == "toolResult" else 1)
+        for m in messages
+    )
+
+
+def guard_tool_loop_context(
+    messages: list[Msg], context_window_tokens: int, system_prompt: str = ""
+) -> list[Msg]:
+    """Check the context before each model call of a tool loop (in memory only).
+
+    A single tool result larger than half the window (at the tool-output rate of 2 chars per
+    token) is truncated with the usual notice; if the
+    estimate still exceeds 90% of the window, `ToolLoopContextOverflow` is raised. Its message
+    is a context-overflow message, so the runner's overflow recovery (compaction) takes over.
+    """
+    window_tokens = max(0, context_window_tokens)
+    window_chars = window_tokens * CHARS_PER_TOKEN
+    single_max = math.floor(
+        window_tokens * SINGLE_TOOL_RESULT_CONTEXT_SHARE * TOOL_RESULT_CHARS_PER_TOKEN
+    )
+    out: list[Msg] = []
+    changed = False
+    for message in messages:
+        if tool_result_text_length(message) > single_max:
+            message = truncate_tool_result_message(message, single_max)
+            changed = True
+        out.append(message)
+    guarded = out if changed else messages
+    estimated = estimate_context_chars(guarded, system_prompt)
+    limit = math.floor(window_chars * CONTEXT_SAFE_SHARE)
+    if estimated > limit:
+        raise ToolLoopContextOverflow(estimated, limit)
+    return guarded
 
 
 @dataclass(slots=True)
