@@ -41,6 +41,8 @@ def job_ttl_from_env() -> float:
 
 @dataclasses.dataclass(eq=False)
 class ProcessSession:
+    """One spawned command: its output, stdin, exit status and the tasks that watch it."""
+
     id: str
     command: str
     cwd: str
