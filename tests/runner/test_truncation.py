@@ -264,3 +264,29 @@ def test_the_context_guard_raises_an_overflow_the_error_classifier_recognises() 
         guard_tool_loop_context(messages, 14_000)  # 56,000 chars, 90% = 50,400
     assert caught.value.estimated_chars == 20_000 + 2 * 18_000
     assert is_context_overflow_error(str(caught.value))
+
+
+def test_entry_types_this_version_does_not_know_are_copied_onto_the_new_branch(
+    tmp_path: Path,
+) -> None:
+    import orjson
+
+    path = tmp_path / "u.jsonl"
+    session, _ = build_session(path)
+    leaf = session.get_leaf_id()
+    unknown = {
+        "type": "future_entry",
+        "id": "fe000001",
+        "parentId": leaf,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "payload": {"keep": True},
+    }
+    with path.open("ab") as handle:
+        handle.write(orjson.dumps(unknown) + b"\n")
+    reopened = SessionManager.open(path)
+    assert reopened.get_leaf_id() == "fe000001"
+    outcome = truncate_oversized_tool_results_in_session(reopened, 10_000)
+    assert outcome.truncated
+    copied = SessionManager.open(path).get_branch()[-1]
+    assert copied["type"] == "future_entry" and copied["payload"] == {"keep": True}
+    assert copied["id"] != "fe000001"
