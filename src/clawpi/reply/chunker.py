@@ -32,6 +32,7 @@ _FENCE_LINE = re.compile(r"( {0,3})(`{3,}|~{3,})([^\n]*)")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _WHITESPACE = re.compile(r"\s")
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
+_PARTIAL_FENCE = re.compile(r" {0,3}(?:`{2,}|~{2,})[^\n]*\Z")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 _Break: TypeAlias = tuple[int, bool, bool]
@@ -39,11 +40,13 @@ _Break: TypeAlias = tuple[int, bool, bool]
 
 
 class _Fence:
-    __slots__ = ("end", "indent", "marker", "open_line", "start")
+    __slots__ = ("end", "indent", "marker", "open_line", "reopened", "start")
 
     def __init__(self, start: int, indent: str, marker: str, open_line: str) -> None:
         self.start = start
         self.end = -1
+        self.reopened = False
+        """Its opening line was emitted with an earlier block and lives in the prefix now."""
         self.indent = indent
         self.marker = marker
         self.open_line = open_line
@@ -95,6 +98,7 @@ class BlockChunker:
         self._span_starts: list[int] = []
         self._spans: list[_Fence] = []
         self._checked = 0
+        self._partial_fence = -1
 
     def append(self, text: str) -> None:
         if not text:
@@ -199,10 +203,18 @@ class BlockChunker:
             self._spans.append(fence)
             self._fence = None
 
+    def _note_partial_fence(self) -> None:
+        """A last line still arriving that may open a fence (```` `` ````, `~~~j`...) is one."""
+        line = max(self._line, self._start)
+        match = _PARTIAL_FENCE.match(self._buf, line) if line < len(self._buf) else None
+        self._partial_fence = line if match is not None and self._fence is None else -1
+
     def _is_safe(self, raw: int) -> bool:
         """Whether cutting before raw index `raw` keeps every fence whole."""
         fence = self._fence
         if fence is not None and raw > fence.start:
+            return False
+        if 0 <= self._partial_fence < raw:
             return False
         i = bisect.bisect_left(self._span_starts, raw) - 1
         return i < 0 or raw >= self._spans[i].end
@@ -223,6 +235,7 @@ class BlockChunker:
         return max(lo, self._start + 1), min(hi, len(self._buf))
 
     def _pick_break(self, size: int, force: bool) -> _Break | None:
+        self._note_partial_fence()
         lo, hi = self._bounds(force)
         search_lo = lo if force else max(lo, self._checked - 2)
         soft = self._soft_break(search_lo, hi)
@@ -269,13 +282,24 @@ class BlockChunker:
                 return (at, True, False)
         fence = self._fence_at(hi) or self._closed_fence_at(hi)
         if fence is None:
+            if self._start < self._partial_fence < hi:
+                return (self._partial_fence, False, False)  # keep a fence being opened whole
             return (hi, True, False)
         # Inside a fence: keep room for the closing line, and cut after a code line if we can.
         close_len = len(fence.indent) + len(fence.marker) + 1
-        budget = max(lo, min(hi, hi - close_len))
-        newline = buf.rfind("\n", max(lo, fence.start + 1), budget)
+        budget = max(self._start + 1, hi - close_len)  # min_chars yields to the fence here
+        if fence.reopened:
+            code_start = fence.start
+        else:
+            line_end = buf.find("\n", fence.start)
+            code_start = len(buf) if line_end < 0 else line_end + 1
+        newline = buf.rfind("\n", code_start, budget)
         if newline >= 0:
             return (newline + 1, False, True)
+        if budget <= code_start:
+            if fence.start > self._start:
+                return (fence.start, False, False)  # the fence starts the next block
+            return (min(len(buf), code_start + 1), True, True)  # an opening line over max
         return (max(budget, self._start + 1), True, True)
 
     def _closed_fence_at(self, raw: int) -> _Fence | None:
@@ -298,6 +322,7 @@ class BlockChunker:
             if self._fence is not fence:  # a closed fence cut in two: its rest starts here
                 self._span_starts[self._spans.index(fence)] = at
             fence.start = at
+            fence.reopened = True
         else:
             self._prefix = ""
         block = _trim_block(chunk)
@@ -326,6 +351,7 @@ class BlockChunker:
 
     def _drain_paragraphs(self, blocks: list[str]) -> None:
         while self.has_buffered():
+            self._note_partial_fence()
             lo = max(self._start + 1, self._checked - 2)
             found = None
             for match in _PARAGRAPH_BREAK.finditer(self._buf, lo):

@@ -21,7 +21,7 @@ SILENT_REPLY_TOKEN = "NO_REPLY"
 
 _MEDIA_LINE = re.compile(r"^[ \t]*MEDIA:[ \t]*(.*)$", re.IGNORECASE)
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
 _DIRECTIVE = re.compile(
     r"\[\[\s*(?:"
     r"(?P<voice>audio_as_voice|voice)"
