@@ -322,3 +322,22 @@ async def test_cancelling_the_exec_call_kills_the_command(tools) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert wait_until_gone(marker) == []
+
+
+async def test_background_exit_is_reported_once(make_tools) -> None:
+    finished: list[tuple[str, int | None]] = []
+    done = asyncio.Event()
+
+    def on_exit(session) -> None:  # type: ignore[no-untyped-def]
+        finished.append((session.id, session.exit_code))
+        done.set()
+
+    tools = make_tools(on_background_exit=on_exit)
+    started = await tools["exec"].execute("c", {"command": "sleep 0.1; exit 3", "background": True})
+    await asyncio.wait_for(done.wait(), 10)
+    await tools["process"].execute(
+        "p", {"action": "poll", "sessionId": started.details["sessionId"]}
+    )
+    assert finished == [(started.details["sessionId"], 3)]
+    quick = await tools["exec"].execute("c", {"command": "true"})
+    assert quick.details["status"] == "completed" and len(finished) == 1  # foreground: no report

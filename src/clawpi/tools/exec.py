@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from clawpi.agent.tool import AgentTool, ToolResult, ToolUpdateCallback
@@ -77,6 +77,9 @@ class ExecConfig:
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     scope_key: str | None = None
     log_dir: str | None = None
+    # Called once when a command that went to the background exits (OpenClaw's notifyOnExit:
+    # the embedder can tell the model, e.g. with a follow-up message).
+    on_background_exit: Callable[[ProcessSession], None] | None = None
 
 
 def resolve_shell(configured: str | None, sandboxed: bool) -> str:
@@ -222,8 +225,7 @@ class ExecTool:
             scope_key=self.config.scope_key, log_dir=self.config.log_dir,
         )  # fmt: skip
         if background:
-            session.backgrounded = True
-            return running_result(session, self.workspace.readable_files)
+            return self._to_background(session)
         remove_abort = (
             signal.add_listener(lambda: session.kill("aborted")) if signal is not None else None
         )
@@ -243,10 +245,24 @@ class ExecTool:
             if remove_update is not None:
                 remove_update()
         if not finished:
-            session.backgrounded = True
-            return running_result(session, self.workspace.readable_files)
+            return self._to_background(session)
         self.registry.forget(session.id)
         return finished_result(session, self.workspace.readable_files)
+
+    def _to_background(self, session: ProcessSession) -> ToolResult:
+        session.backgrounded = True
+        callback = self.config.on_background_exit
+        if callback is not None:
+            notified = [False]
+
+            def on_change() -> None:
+                if not session.running and session.ended_at is not None and not notified[0]:
+                    notified[0] = True
+                    callback(session)
+
+            session.add_listener(on_change)
+            on_change()
+        return running_result(session, self.workspace.readable_files)
 
     def _updater(self, session: ProcessSession, on_update: ToolUpdateCallback) -> Any:
         last = [0.0]

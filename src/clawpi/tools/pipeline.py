@@ -8,7 +8,7 @@ Claude-style parameter aliases, schema cleaning for the model's provider, and ab
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from clawpi.agent.tool import AgentTool
 from clawpi.ai.abort import AbortSignal
@@ -28,7 +28,7 @@ from clawpi.tools.ls import create_ls_tool
 from clawpi.tools.paths import Workspace
 from clawpi.tools.policy import ToolPolicyConfig, filter_tools
 from clawpi.tools.process import create_process_tool
-from clawpi.tools.process_registry import ProcessRegistry
+from clawpi.tools.process_registry import ProcessRegistry, ProcessSession
 from clawpi.tools.read import create_read_tool
 from clawpi.tools.sandbox import Sandbox, SandboxConfig
 from clawpi.tools.wrap import with_abort, with_clean_schema, with_param_aliases
@@ -76,6 +76,7 @@ def create_coding_tools(
     process_registry: ProcessRegistry | None = None,
     scope_key: str | None = None,
     auto_resize_images: bool = True,
+    on_background_exit: Callable[[ProcessSession], None] | None = None,
 ) -> list[AgentTool]:
     """The coding tools for `cwd`.
 
@@ -84,7 +85,8 @@ def create_coding_tools(
     fall back to running unsandboxed. `workspace_only=True` confines the file tools without a
     sandbox. `read_only=True` drops write, edit and apply_patch (and mounts the workspace
     read-only in the sandbox). `model` (or `provider`/`api`/`model_id`) picks the schema dialect,
-    provider policy overrides and whether `apply_patch` is offered.
+    provider policy overrides and whether `apply_patch` is offered. `on_background_exit` is
+    called when a command that exec moved to the background finishes.
     """
     if model is not None:
         provider = provider or model.provider
@@ -111,6 +113,7 @@ def create_coding_tools(
         path_prepend=tuple(path_prepend),
         env=dict(exec_env or {}),
         scope_key=scope_key,
+        on_background_exit=on_background_exit,
     )
     tools = [
         create_read_tool(workspace, auto_resize_images=auto_resize_images),
