@@ -140,7 +140,7 @@ async def test_background_session_lifecycle_list_write_log_kill_clear(tools) -> 
     listing = text_of(await tools["process"].execute("p", {"action": "list"}))
     assert listing.startswith(f"{session_id} running")
     await tools["process"].execute(
-        "p", {"action": "write", "sessionId": session_id, "data": "hello\n"}
+        "p", {"action": "submit", "sessionId": session_id, "data": "hello"}
     )
     polled = ""
     while "got:hello" not in polled:
@@ -341,3 +341,24 @@ async def test_background_exit_is_reported_once(make_tools) -> None:
     assert finished == [(started.details["sessionId"], 3)]
     quick = await tools["exec"].execute("c", {"command": "true"})
     assert quick.details["status"] == "completed" and len(finished) == 1  # foreground: no report
+
+
+async def test_process_write_with_eof_closes_stdin(tools) -> None:
+    started = await tools["exec"].execute("c", {"command": "cat", "background": True})
+    session_id = started.details["sessionId"]
+    await tools["process"].execute(
+        "p", {"action": "write", "sessionId": session_id, "data": "piped\n", "eof": True}
+    )
+    polled = await tools["process"].execute(
+        "p", {"action": "poll", "sessionId": session_id, "timeout": 5000}
+    )
+    while polled.details["status"] == "running":
+        polled = await tools["process"].execute(
+            "p", {"action": "poll", "sessionId": session_id, "timeout": 5000}
+        )
+    log = text_of(await tools["process"].execute("p", {"action": "log", "sessionId": session_id}))
+    assert log.startswith("piped\n") and polled.details["exitCode"] == 0
+    with pytest.raises(ToolError, match="not accepting input"):
+        await tools["process"].execute(
+            "p", {"action": "write", "sessionId": session_id, "data": "x"}
+        )

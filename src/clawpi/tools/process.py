@@ -14,12 +14,13 @@ from clawpi.tools.truncate import truncate_tail
 
 DEFAULT_LOG_LINES = 200
 MAX_POLL_WAIT_MS = 120_000
-ACTIONS = ("list", "poll", "log", "write", "kill", "clear", "remove")
+ACTIONS = ("list", "poll", "log", "write", "submit", "paste", "kill", "clear", "remove")
 
 PROCESS_DESCRIPTION = (
     "Manage commands that exec moved to the background: list sessions, poll for new output and "
     "exit status, read the log (offset/limit lines, default the last 200), write to stdin "
-    "(eof=true closes it), kill, clear a finished session, or remove (kill and forget)."
+    "(eof=true closes it; submit adds a newline; paste is write), kill, clear a finished "
+    "session, or remove (kill and forget)."
 )
 
 PROCESS_PARAMETERS: dict[str, Any] = {
@@ -27,7 +28,7 @@ PROCESS_PARAMETERS: dict[str, Any] = {
     "properties": {
         "action": {"type": "string", "enum": list(ACTIONS), "description": "What to do"},
         "sessionId": {"type": "string", "description": "Session id (all actions except list)"},
-        "data": {"type": "string", "description": "Text to write to stdin (write)"},
+        "data": {"type": "string", "description": "Text for stdin (write, submit, paste)"},
         "eof": {"type": "boolean", "description": "Close stdin after writing (write)"},
         "offset": {"type": "number", "description": "First log line, 0-based (log)"},
         "limit": {"type": "number", "description": "Number of log lines (log)"},
@@ -92,8 +93,10 @@ class ProcessTool:
         if action == "log":
             return self._log(session, get_int(args, "offset", "process", minimum=0),
                              get_int(args, "limit", "process", minimum=1))  # fmt: skip
-        if action == "write":
+        if action in ("write", "submit", "paste"):
             data = get_str(args, "data", "process") or ""
+            if action == "submit":
+                data += "\n"
             eof = bool(get_bool(args, "eof", "process"))
             await session.write(data, eof)
             note = " and closed stdin" if eof else ""
