@@ -207,6 +207,25 @@ def test_kimi_ids_are_kept_for_kimi_providers() -> None:
     assert sanitize_tool_call_ids(history, "strict", keep_kimi_ids=True) is history
 
 
+def test_native_anthropic_ids_are_kept_for_anthropic_while_foreign_ids_are_rewritten() -> None:
+    history = [
+        user("q"),
+        assistant(call("toolu_01A09q90qw90lq917835lq9"), call("functions.read:0")),
+        result("toolu_01A09q90qw90lq917835lq9"),
+        result("functions.read:0"),
+    ]
+    out = sanitize_session_history(
+        history, ANTHROPIC, model_api="anthropic-messages", provider="anthropic"
+    )
+    assert [b["id"] for b in out[1]["content"]] == [
+        "toolu_01A09q90qw90lq917835lq9",
+        "functionsread0",
+    ]
+    assert [m["toolCallId"] for m in out[2:]] == ["toolu_01A09q90qw90lq917835lq9", "functionsread0"]
+    google = sanitize_session_history(history, GOOGLE, model_api="google-generative-ai")
+    assert google[1]["content"][0]["id"] == "toolu01A09q90qw90lq917835lq9"
+
+
 def test_openai_responses_keeps_tool_call_ids_while_images_are_still_sanitized() -> None:
     history = [
         user([text("see"), image_block((2400, 600))]),

@@ -19,6 +19,7 @@ def test_anthropic_sanitizes_ids_strictly_repairs_pairing_and_validates_anthropi
         sanitize_mode="full",
         sanitize_tool_call_ids=True,
         tool_call_id_mode="strict",
+        preserve_native_anthropic_tool_use_ids=True,
         repair_tool_use_result_pairing=True,
         normalize_antigravity_thinking_blocks=False,
         apply_google_turn_ordering=False,

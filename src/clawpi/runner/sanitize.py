@@ -71,6 +71,7 @@ STRICT9_LEN: Final = 9
 _TOOL_NAME_RE: Final = re.compile(r"^[A-Za-z0-9_-]+$")
 _NON_ALNUM_RE: Final = re.compile(r"[^A-Za-z0-9]")
 _KIMI_ID_RE: Final = re.compile(r"^functions\.[A-Za-z0-9_-]+:\d+$")
+_ANTHROPIC_ID_RE: Final = re.compile(r"^toolu_[A-Za-z0-9_]+$")
 _BASE64_SIGNATURE_RE: Final = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 
 
@@ -212,10 +213,10 @@ def sanitize_tool_call_id(tool_call_id: str, mode: ToolCallIdMode = "strict") ->
     return (alnum or "sanitizedtoolid")[:STRICT_ID_MAX_CHARS]
 
 
-def _is_valid_id(value: str, mode: ToolCallIdMode, keep_kimi: bool) -> bool:
+def _is_valid_id(value: str, mode: ToolCallIdMode, keep_native: re.Pattern[str] | None) -> bool:
     if mode == "strict9":
         return len(value) == STRICT9_LEN and value.isascii() and value.isalnum()
-    if keep_kimi and _KIMI_ID_RE.match(value):
+    if keep_native is not None and keep_native.match(value):
         return True
     return 0 < len(value) <= STRICT_ID_MAX_CHARS and value.isascii() and value.isalnum()
 
@@ -223,15 +224,15 @@ def _is_valid_id(value: str, mode: ToolCallIdMode, keep_kimi: bool) -> bool:
 class _IdAllocator:
     """Rewrites ids consistently: each call occurrence gets a unique id, its result follows it."""
 
-    def __init__(self, mode: ToolCallIdMode, keep_kimi: bool) -> None:
+    def __init__(self, mode: ToolCallIdMode, keep_native: re.Pattern[str] | None) -> None:
         self.mode = mode
-        self.keep_kimi = keep_kimi
+        self.keep_native = keep_native
         self.used: set[str] = set()
         self.occurrences: dict[str, int] = {}
         self.pending: dict[str, list[str]] = {}
 
     def _unique(self, raw: str, seed: str) -> str:
-        if self.keep_kimi and _KIMI_ID_RE.match(raw) and raw not in self.used:
+        if self.keep_native is not None and self.keep_native.match(raw) and raw not in self.used:
             return raw
         candidate = sanitize_tool_call_id(seed, self.mode)
         counter = 0
@@ -250,7 +251,7 @@ class _IdAllocator:
         if (
             occurrence == 1
             and raw not in self.used
-            and _is_valid_id(raw, self.mode, self.keep_kimi)
+            and _is_valid_id(raw, self.mode, self.keep_native)
         ):
             new = raw
         else:
@@ -263,21 +264,28 @@ class _IdAllocator:
         queue = self.pending.get(raw)
         if queue:
             return queue.pop(0)
-        if _is_valid_id(raw, self.mode, self.keep_kimi):
+        if _is_valid_id(raw, self.mode, self.keep_native):
             return raw
         return sanitize_tool_call_id(raw, self.mode)
 
 
 def sanitize_tool_call_ids(
-    messages: list[Msg], mode: ToolCallIdMode = "strict", *, keep_kimi_ids: bool = False
+    messages: list[Msg],
+    mode: ToolCallIdMode = "strict",
+    *,
+    keep_kimi_ids: bool = False,
+    keep_anthropic_ids: bool = False,
 ) -> list[Msg]:
     """Rewrite tool-call ids for strict providers, the same way on the call and its result.
 
     Ids that are already valid and unique are kept, so a clean history comes back as the same
-    list. Collisions (two ids that sanitise alike, or one id reused by two calls) get a
-    hash-derived suffix; results are matched to calls in order of occurrence.
+    list; with `keep_kimi_ids` / `keep_anthropic_ids`, native `functions.<name>:<n>` /
+    `toolu_...` ids count as valid (their own provider accepts them). Collisions (two ids that
+    sanitise alike, or one id reused by two calls) get a hash-derived suffix; results are
+    matched to calls in order of occurrence.
     """
-    ids = _IdAllocator(mode, keep_kimi_ids)
+    native = _KIMI_ID_RE if keep_kimi_ids else _ANTHROPIC_ID_RE if keep_anthropic_ids else None
+    ids = _IdAllocator(mode, native if mode == "strict" else None)
     out: list[Msg] = []
     changed = False
     for message in messages:
@@ -439,6 +447,7 @@ def sanitize_session_messages_images(
             messages,
             policy.tool_call_id_mode or "strict",
             keep_kimi_ids=policy.preserve_kimi_tool_call_ids,
+            keep_anthropic_ids=policy.preserve_native_anthropic_tool_use_ids,
         )
     if keep_image_turns is not None:
         messages = prune_processed_history_images(messages, keep_image_turns)
@@ -472,8 +481,8 @@ def sanitize_session_messages_images(
                 for b in current
             )
         ):
-            kept = [b for b in current if not _is_blank_text(b)]
-            current = kept if len(kept) != len(current) else current
+            if any(_is_blank_text(b) for b in current):
+                current = [b for b in current if not _is_blank_text(b)]
         current = _sanitize_images_in(current, limits) or current
         if full and not current:
             changed = True

@@ -84,6 +84,7 @@ class TranscriptPolicy:
     sanitize_tool_call_ids: bool = False
     tool_call_id_mode: ToolCallIdMode | None = None
     preserve_kimi_tool_call_ids: bool = False
+    preserve_native_anthropic_tool_use_ids: bool = False
     repair_tool_use_result_pairing: bool = True
     preserve_signatures: bool = False
     sanitize_thought_signatures: ThoughtSignaturePolicy | None = None
@@ -172,6 +173,7 @@ def resolve_transcript_policy(
         sanitize_tool_call_ids=sanitize_ids,
         tool_call_id_mode=id_mode,
         preserve_kimi_tool_call_ids=sanitize_ids and prov in KIMI_PROVIDERS,
+        preserve_native_anthropic_tool_use_ids=sanitize_ids and is_anthropic,
         repair_tool_use_result_pairing=True,
         preserve_signatures=antigravity_claude,
         sanitize_thought_signatures=thought_signatures,
