@@ -474,15 +474,12 @@ def sanitize_session_messages_images(
             current = (
                 strip_thought_signatures(current, policy.sanitize_thought_signatures) or current
             )
-        if full and not (
-            policy.preserve_signatures
-            and any(
-                isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
-                for b in current
-            )
-        ):
-            if any(_is_blank_text(b) for b in current):
-                current = [b for b in current if not _is_blank_text(b)]
+        signed_thinking_kept = policy.preserve_signatures and any(
+            isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
+            for b in current
+        )
+        if full and not signed_thinking_kept and any(_is_blank_text(b) for b in current):
+            current = [b for b in current if not _is_blank_text(b)]
         current = _sanitize_images_in(current, limits) or current
         if full and not current:
             changed = True
