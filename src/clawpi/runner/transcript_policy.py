@@ -22,6 +22,12 @@ The matrix is seed 004's table, refined with the reference's newest rules (§4.1
 keeps its native tool-call ids (rewriting them breaks the Responses API's call/item pairing),
 and the pairing repair runs for every provider (OpenAI rejects a tool result whose call is gone,
 which a dropped malformed call or a cut history can produce).
+
+Beyond the table: strict OpenAI-compatible servers (`openai-completions` other than OpenAI,
+OpenRouter and opencode; Mistral and Moonshot among them) get strict ids and Anthropic-style turn
+merging; MiniMax always gets strict ids; Gemini behind OpenRouter gets thought-signature
+cleaning; GitHub Copilot's Claude gets its thinking blocks dropped; native `toolu_` ids stay as
+they are for Anthropic and Kimi's `functions.<name>:<n>` ids for Kimi/Moonshot.
 """
 
 from __future__ import annotations
