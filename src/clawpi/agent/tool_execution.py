@@ -353,10 +353,12 @@ class _Batch:
             "toolCallId": call["id"],
             "toolName": call["name"],
             "content": outcome.result.content,
-            "details": outcome.result.details,
-            "isError": outcome.is_error,
-            "timestamp": int(time.time() * 1000),
-        }
+        }  # type: ignore[typeddict-item]
+        if outcome.result.details is not None:
+            # pi leaves `details` out when a tool has none (JSON has no undefined)
+            message["details"] = outcome.result.details
+        message["isError"] = outcome.is_error
+        message["timestamp"] = int(time.time() * 1000)
         await self.emit({"type": "message_start", "message": message})
         await self.emit({"type": "message_end", "message": message})
         return message

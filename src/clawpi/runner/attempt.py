@@ -1,0 +1,481 @@
+"""One attempt of a run (seed 001, OpenClaw §4.7): set up, prompt once, report what happened.
+
+Set-up order: workspace and skill env, session file (repair, prewarm, tool-result guard,
+orphaned-user repair), tools, system prompt, agent session, history preparation (sanitize,
+turn validation, history limit), subscription, active-run handle, timers. Everything is undone
+in `finally`, in reverse, whatever happened: env restored, pending tool results flushed after
+the agent is idle, the session released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from clawpi.ai.abort import AbortSignal
+from clawpi.ai.models import Model
+from clawpi.ai.types import ThinkingLevel
+from clawpi.reply import subscribe_embedded_session
+from clawpi.reply.payloads import ToolErrorInfo, ToolMeta
+from clawpi.reply.subscribe import BlockReplyChunking, EmbeddedSubscription, UsageTotals
+from clawpi.runner.cache_ttl import append_cache_ttl_timestamp, is_cache_ttl_eligible_provider
+from clawpi.runner.client_tools import PendingToolCall, make_client_tools
+from clawpi.runner.config import get_path, resolve_llm_idle_timeout_ms
+from clawpi.runner.extensions.compaction_safeguard import (
+    compaction_safeguard_extension,
+    is_safeguard_mode,
+    resolve_compaction_safeguard_runtime,
+)
+from clawpi.runner.extensions.context_pruning import build_context_pruning_extension
+from clawpi.runner.history import (
+    branch_past_orphaned_user_message,
+    get_history_limit_from_session_key,
+    limit_history_turns,
+)
+from clawpi.runner.images import detect_and_load_prompt_images, resolve_image_limits
+from clawpi.runner.runs import clear_active_embedded_run, set_active_embedded_run
+from clawpi.runner.sanitize import sanitize_session_history
+from clawpi.runner.skills_env import apply_skill_env_overrides
+from clawpi.runner.system_prompt import (
+    SystemPromptParams,
+    build_agent_system_prompt,
+    build_bootstrap_context_files,
+    build_skills_prompt,
+    detect_runtime_info,
+    load_workspace_bootstrap_files,
+    resolve_bootstrap_max_chars,
+    resolve_bootstrap_total_max_chars,
+    system_prompt_report,
+)
+from clawpi.runner.timeouts import COMPACTION_WAIT_TIMEOUT_S, AttemptTimers
+from clawpi.runner.tool_setup import build_run_tools
+from clawpi.runner.transcript_policy import resolve_transcript_policy
+from clawpi.runner.turn_validation import validate_replay_turns
+from clawpi.runner.workspace import workspace_cwd
+from clawpi.sdk import AgentSession, AuthStorage, ModelRegistry, ResourceLoader, SettingsManager
+from clawpi.sdk.factory import create_agent_session
+from clawpi.session import SessionManager, prewarm_session_file
+from clawpi.session.guard import install_tool_result_guard
+
+log = logging.getLogger(__name__)
+
+IDLE_FLUSH_TIMEOUT_S = 30.0
+DEFAULT_RESERVE_TOKENS_FLOOR = 20_000
+CLIENT_TOOL_ABORT_REASON = "client tool call"
+
+
+@dataclasses.dataclass(kw_only=True)
+class AttemptParams:
+    session_id: str
+    session_key: str | None
+    session_file: Path
+    workspace_dir: Path
+    agent_dir: Path
+    config: Mapping[str, Any]
+    prompt: str
+    model: Model
+    api_key: str | None
+    thinking_level: ThinkingLevel
+    timeout_ms: int
+    run_id: str
+    images: Sequence[Mapping[str, Any]] = ()
+    client_tools: Sequence[Mapping[str, Any]] = ()
+    extra_system_prompt: str | None = None
+    abort_signal: AbortSignal | None = None
+    disable_tools: bool = False
+    sandbox: bool = False
+    trigger: str | None = None
+    prompt_mode: str = "full"
+    reasoning_mode: str = "off"
+    verbose_level: str = "off"
+    tool_result_format: str = "markdown"
+    block_reply_break: str = "text_end"
+    block_reply_chunking: BlockReplyChunking | None = None
+    enforce_final_tag: bool = False
+    current_message_id: str | None = None
+    callbacks: Mapping[str, Callable[..., Any] | None] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(kw_only=True)
+class AttemptResult:
+    aborted: bool = False
+    timed_out: bool = False
+    idle_timed_out: bool = False
+    timed_out_during_compaction: bool = False
+    prompt_error: BaseException | None = None
+    messages_snapshot: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    assistant_texts: list[str] = dataclasses.field(default_factory=list)
+    tool_metas: list[ToolMeta] = dataclasses.field(default_factory=list)
+    last_assistant: dict[str, Any] | None = None
+    last_tool_error: ToolErrorInfo | None = None
+    did_send_via_messaging_tool: bool = False
+    messaging_tool_sent_texts: list[str] = dataclasses.field(default_factory=list)
+    messaging_tool_sent_media_urls: list[str] = dataclasses.field(default_factory=list)
+    messaging_tool_sent_targets: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    usage: UsageTotals | None = None
+    last_call_usage: Mapping[str, Any] | None = None
+    compaction_count: int = 0
+    client_tool_calls: list[PendingToolCall] = dataclasses.field(default_factory=list)
+    block_reply_keys: set[str] = dataclasses.field(default_factory=set)
+    system_prompt_report: dict[str, Any] | None = None
+    ran_tools: list[str] = dataclasses.field(default_factory=list)
+
+
+class _RunHandle:
+    """What the active-run registry sees of this attempt."""
+
+    def __init__(self, session: AgentSession, subscription: EmbeddedSubscription) -> None:
+        self.session = session
+        self.subscription = subscription
+        self.stopped = False
+
+    async def queue_message(self, text: str) -> None:
+        await self.session.steer(text)
+
+    def is_streaming(self) -> bool:
+        return self.session.is_streaming
+
+    def is_compacting(self) -> bool:
+        return self.session.is_compacting or self.subscription.is_compacting()
+
+    def is_stopped(self) -> bool:
+        return self.stopped
+
+    def abort(self) -> None:
+        self.session.abort_retry()
+        self.session.agent.abort("aborted by request")
+
+
+def _open_session(path: Path, workspace: Path) -> SessionManager:
+    if path.exists():
+        prewarm_session_file(path)
+        return SessionManager.open(path)
+    manager = SessionManager.create(workspace, path.parent)
+    manager.set_session_file(path)
+    return manager
+
+
+def _settings(config: Mapping[str, Any]) -> SettingsManager:
+    """The agent session's settings: compaction per config with OpenClaw's reserve floor; pi's
+    own retry off, because the run loop rotates profiles and models instead."""
+    compaction = get_path(config, "agents.defaults.compaction", {}) or {}
+    floor = compaction.get("reserveTokensFloor", DEFAULT_RESERVE_TOKENS_FLOOR)
+    reserve = max(16_384, int(floor) if isinstance(floor, (int, float)) and floor > 0 else 0)
+    return SettingsManager.in_memory(
+        {
+            "compaction": {
+                "enabled": compaction.get("enabled", True) is not False,
+                "reserveTokens": reserve,
+                "keepRecentTokens": int(compaction.get("keepRecentTokens", 20_000)),
+            },
+            "retry": {"enabled": False},
+        }
+    )
+
+
+def _extensions(params: AttemptParams, manager: SessionManager) -> list[Any]:
+    factories: list[Any] = []
+    config = params.config
+    model = params.model
+    if is_safeguard_mode(config):
+        runtime = resolve_compaction_safeguard_runtime(
+            config, api_key=params.api_key, workspace_dir=str(params.workspace_dir)
+        )
+        factories.append(compaction_safeguard_extension(runtime))
+    pruning = build_context_pruning_extension(
+        config,
+        provider=model.provider,
+        model_id=model.id,
+        session=manager,
+        context_window_tokens=model.context_window,
+    )
+    if pruning is not None:
+        factories.append(pruning)
+    return factories
+
+
+def _system_prompt(
+    params: AttemptParams,
+    tool_names: Sequence[str],
+    tool_summaries: Mapping[str, str],
+    loader: ResourceLoader,
+) -> tuple[str, dict[str, Any]]:
+    config = params.config
+    subagent = params.prompt_mode == "minimal"
+    files = load_workspace_bootstrap_files(params.workspace_dir, subagent=subagent)
+    context_files = build_bootstrap_context_files(
+        files,
+        max_chars=resolve_bootstrap_max_chars(config),
+        total_max_chars=resolve_bootstrap_total_max_chars(config),
+    )
+    model = params.model
+    prompt_params = SystemPromptParams(
+        workspace_dir=str(params.workspace_dir),
+        prompt_mode=params.prompt_mode,  # type: ignore[arg-type]
+        tool_names=list(tool_names),
+        tool_summaries=dict(tool_summaries),
+        skills_prompt=build_skills_prompt(loader.skills) if loader.skills else None,
+        context_files=context_files,
+        extra_system_prompt=params.extra_system_prompt,
+        user_timezone=get_path(config, "agents.defaults.userTimezone"),
+        runtime=detect_runtime_info(model=f"{model.provider}/{model.id}"),
+        default_think_level=params.thinking_level,
+        reasoning_level=params.reasoning_mode,
+    )
+    report = system_prompt_report(prompt_params, skills_count=len(loader.skills))
+    return build_agent_system_prompt(prompt_params), report
+
+
+def _prepare_history(session: AgentSession, params: AttemptParams, allowed: Sequence[str]) -> None:
+    """Sanitize, validate turns and apply the history limit to what the model will see."""
+    model = params.model
+    policy = resolve_transcript_policy(model.api, model.provider, model.id)
+    history = session.messages
+    if not history:
+        return
+    sanitized = sanitize_session_history(
+        history,
+        policy,
+        model_api=model.api,
+        provider=model.provider,
+        model_id=model.id,
+        allowed_tool_names=allowed,
+        session_manager=session.session_manager,
+        image_limits=resolve_image_limits(params.config),
+    )
+    validated = validate_replay_turns(sanitized, policy)
+    limit = get_history_limit_from_session_key(params.session_key, params.config)
+    session.agent.state.messages = limit_history_turns(validated, limit)  # type: ignore[assignment]
+
+
+async def flush_pending_tool_results_after_idle(session: AgentSession, guard: Any) -> None:
+    """Once the agent is idle, give unanswered tool calls their synthetic results; if it never
+    goes idle, drop the pending list instead of writing results for tools still running."""
+    try:
+        await asyncio.wait_for(session.agent.wait_for_idle(), IDLE_FLUSH_TIMEOUT_S)
+    except TimeoutError:
+        if guard is not None:
+            guard.clear_pending_tool_results()
+        return
+    if guard is not None:
+        guard.flush_pending_tool_results()
+
+
+async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
+    result = AttemptResult()
+    params.workspace_dir.mkdir(parents=True, exist_ok=True)
+    restore_env: Callable[[], None] = lambda: None  # noqa: E731
+    session: AgentSession | None = None
+    guard: Any = None
+    with workspace_cwd(params.workspace_dir):
+        try:
+            loader = ResourceLoader(
+                params.workspace_dir, params.agent_dir, load_context_files=False
+            )
+            restore_env = apply_skill_env_overrides(loader.skills, params.config)
+            manager = _open_session(params.session_file, params.workspace_dir)
+            branch_past_orphaned_user_message(manager)
+
+            pending: list[PendingToolCall] = []
+            holder: dict[str, AgentSession] = {}
+
+            def on_client_call(call: PendingToolCall) -> None:
+                pending.append(call)
+                current = holder.get("session")
+                if current is not None:
+                    current.agent.abort(CLIENT_TOOL_ABORT_REASON)
+
+            tools = (
+                []
+                if params.disable_tools
+                else build_run_tools(
+                    params.config,
+                    params.workspace_dir,
+                    params.model,
+                    sandbox=params.sandbox,
+                    signal=params.abort_signal,
+                    scope_key=params.session_key or params.session_id,
+                    is_subagent=params.prompt_mode == "minimal",
+                )
+            )
+            tools += make_client_tools(params.client_tools, on_client_call)
+            allowed = [tool.name for tool in tools]
+            policy = resolve_transcript_policy(
+                params.model.api, params.model.provider, params.model.id
+            )
+            guard = install_tool_result_guard(
+                manager,
+                allow_synthetic_tool_results=getattr(policy, "allow_synthetic_tool_results", True),
+                allowed_tool_names=allowed,
+            )
+            system_prompt, result.system_prompt_report = _system_prompt(
+                params, allowed, {tool.name: tool.description for tool in tools}, loader
+            )
+            auth = AuthStorage.in_memory(
+                {params.model.provider: params.api_key} if params.api_key else {}
+            )
+            session = await create_agent_session(
+                cwd=params.workspace_dir,
+                agent_dir=params.agent_dir,
+                auth_storage=auth,
+                model_registry=ModelRegistry(auth),
+                model=params.model,
+                thinking_level=params.thinking_level,
+                tools=[],
+                custom_tools=tools,
+                session_manager=manager,
+                settings_manager=_settings(params.config),
+                resource_loader=loader,
+                extensions=_extensions(params, manager),
+                discover_extensions=False,
+            )
+            holder["session"] = session
+            session.set_system_prompt(system_prompt)
+            _prepare_history(session, params, allowed)
+            await _prompt(session, params, result, pending)
+        finally:
+            if session is not None:
+                await flush_pending_tool_results_after_idle(session, guard)
+                with contextlib.suppress(Exception):
+                    await session.dispose()
+            if guard is not None:
+                guard.uninstall()
+            restore_env()
+    return result
+
+
+async def _prompt(
+    session: AgentSession,
+    params: AttemptParams,
+    result: AttemptResult,
+    pending: list[PendingToolCall],
+) -> None:
+    callbacks = {name: fn for name, fn in params.callbacks.items() if fn is not None}
+    subscription = subscribe_embedded_session(
+        session,
+        params.run_id,
+        reasoning_mode=params.reasoning_mode,
+        verbose_level=params.verbose_level,
+        tool_result_format=params.tool_result_format,
+        block_reply_break=params.block_reply_break,
+        block_reply_chunking=params.block_reply_chunking,
+        enforce_final_tag=params.enforce_final_tag,
+        current_message_id=params.current_message_id,
+        **callbacks,
+    )
+    timers = AttemptTimers(
+        timeout_ms=params.timeout_ms,
+        idle_timeout_ms=resolve_llm_idle_timeout_ms(params.config, params.trigger),
+        abort=lambda reason: session.agent.abort(reason),
+        is_compacting=lambda: session.is_compacting or subscription.is_compacting(),
+        compaction_grace_ms=int(
+            get_path(params.config, "agents.defaults.compaction.timeoutSeconds", 0) or 0
+        )
+        * 1000,
+    )
+    ran_tools: list[str] = []
+
+    def watch(event: dict[str, Any]) -> None:
+        timers.on_event(event)
+        if event.get("type") == "tool_execution_start":
+            ran_tools.append(str(event.get("toolName")))
+
+    unsubscribe_timers = session.subscribe(watch)
+    handle = _RunHandle(session, subscription)
+    set_active_embedded_run(params.session_id, handle, params.session_key)
+    remove_abort: Callable[[], None] = lambda: None  # noqa: E731
+    if params.abort_signal is not None:
+        remove_abort = params.abort_signal.add_listener(
+            lambda: session.agent.abort(params.abort_signal.reason if params.abort_signal else None)
+        )
+    timers.start()
+    try:
+        images = detect_and_load_prompt_images(
+            params.prompt,
+            params.workspace_dir,
+            model=params.model,
+            limits=resolve_image_limits(params.config),
+            existing_images=params.images,
+        )
+        try:
+            await session.prompt(
+                params.prompt,
+                images=images.images,  # type: ignore[arg-type]
+                expand_prompt_templates=False,
+                source=params.trigger or "user",
+            )
+        except Exception as exc:  # a failure before or around the model call
+            result.prompt_error = exc
+        await subscription.wait_for_deliveries()
+        try:
+            await asyncio.wait_for(
+                subscription.wait_for_compaction_retry(), COMPACTION_WAIT_TIMEOUT_S
+            )
+        except (TimeoutError, Exception):
+            result.timed_out_during_compaction = subscription.is_compacting()
+        await subscription.wait_for_deliveries()
+    finally:
+        handle.stopped = True
+        await timers.stop()
+        unsubscribe_timers()
+        subscription.unsubscribe()
+        clear_active_embedded_run(params.session_id, handle, params.session_key)
+        remove_abort()
+    _collect(session, params, result, subscription, timers, pending, ran_tools)
+
+
+def _collect(
+    session: AgentSession,
+    params: AttemptParams,
+    result: AttemptResult,
+    subscription: EmbeddedSubscription,
+    timers: AttemptTimers,
+    pending: list[PendingToolCall],
+    ran_tools: list[str],
+) -> None:
+    result.timed_out = timers.timed_out
+    result.idle_timed_out = timers.idle_timed_out
+    result.timed_out_during_compaction = (
+        result.timed_out_during_compaction or timers.timed_out_during_compaction
+    )
+    result.client_tool_calls = list(pending)
+    signal_aborted = params.abort_signal is not None and params.abort_signal.aborted
+    snapshot = list(session.messages)
+    result.messages_snapshot = snapshot
+    last = next((m for m in reversed(snapshot) if m.get("role") == "assistant"), None)
+    result.last_assistant = last
+    result.aborted = signal_aborted or (
+        last is not None
+        and last.get("stopReason") == "aborted"
+        and not pending
+        and not timers.timed_out
+    )
+    result.assistant_texts = list(subscription.assistant_texts)
+    result.tool_metas = list(subscription.tool_metas)
+    result.last_tool_error = subscription.last_tool_error
+    result.did_send_via_messaging_tool = subscription.did_send_via_messaging_tool()
+    result.messaging_tool_sent_texts = subscription.messaging_tool_sent_texts
+    result.messaging_tool_sent_media_urls = subscription.messaging_tool_sent_media_urls
+    result.messaging_tool_sent_targets = subscription.messaging_tool_sent_targets
+    result.usage = subscription.usage_totals()
+    result.last_call_usage = subscription.last_call_usage
+    result.compaction_count = subscription.compaction_count
+    result.block_reply_keys = set(subscription.block_reply_keys)
+    result.ran_tools = ran_tools
+    model = params.model
+    if (
+        result.compaction_count == 0
+        and not result.timed_out_during_compaction
+        and is_cache_ttl_eligible_provider(model.provider, model.id)
+    ):
+        try:
+            append_cache_ttl_timestamp(
+                session.session_manager, provider=model.provider, model_id=model.id
+            )
+        except Exception:
+            log.warning("could not record the cache-TTL timestamp", exc_info=True)
