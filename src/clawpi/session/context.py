@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import compress
-from operator import methodcaller
 from typing import Any, Final
 
 from clawpi.session.entries import Entry
@@ -103,61 +101,77 @@ def build_session_context(
             if not entries:
                 return SessionContext()
             leaf = entries[-1]
-        return _resolve(get_path(by_id, leaf))
-
-
-_GET_TYPE = methodcaller("get", "type")
-_GET_MESSAGE = methodcaller("get", "message")
-_GET_ROLE = methodcaller("get", "role")
-_PLAIN_ROLES = frozenset({"user", "assistant", "toolResult"})
-_RESHAPING_TYPES = frozenset({"compaction", "custom_message", "branch_summary"})
-
-
-def _rindex(items: list[Any], value: str) -> int:
-    try:
-        return len(items) - 1 - items[::-1].index(value)
-    except ValueError:
-        return -1
+        return _walk_and_resolve(by_id, leaf)
 
 
 def _resolve(path: list[Entry]) -> SessionContext:
-    """The common case (messages and settings only) with C-level passes over the path; the
-    general loop handles compactions, summaries, custom messages and damaged entries."""
-    types = list(map(_GET_TYPE, path))
-    kinds = set(types)
-    if kinds & _RESHAPING_TYPES:
-        return _resolve_general(path)
-    if kinds == {"message"}:
-        message_entries = path
-    else:
-        message_entries = list(compress(path, map("message".__eq__, types)))
-    messages = list(map(_GET_MESSAGE, message_entries))
-    if set(map(type, messages)) - {dict}:
-        return _resolve_general(path)
-    plain = set(map(_GET_ROLE, messages)) <= _PLAIN_ROLES
-    thinking_index = _rindex(types, "thinking_level_change")
-    thinking_level: Any = (
-        path[thinking_index].get("thinkingLevel") if thinking_index >= 0 else DEFAULT_THINKING_LEVEL
-    )
+    """The context of a root-first path."""
+    return _walk_and_resolve({}, path[-1], path[:-1]) if path else SessionContext()
+
+
+def _walk_and_resolve(
+    by_id: Mapping[str, Entry], leaf: Entry, known_path: list[Entry] | None = None
+) -> SessionContext:
+    """Walk leaf to root once, resolving as it goes: on a large session every pass over the
+    entries costs a cache miss per entry, so the common case (messages and settings) is done
+    in the same pass as the walk; compactions, summaries and custom messages (or damaged
+    entries) take the general route over the collected path."""
+    path: list[Entry] = []
+    messages: list[dict[str, Any]] = []
+    keep, add = path.append, messages.append
+    get = by_id.get
     model: dict[str, Any] | None = None
-    stop = _rindex(types, "model_change")
-    for index in range(len(path) - 1, stop, -1):  # the newest assistant after the last switch
-        if types[index] != "message":
-            continue
-        message = path[index]["message"]
-        if message.get("role") == "assistant":
-            model = {"provider": message.get("provider"), "modelId": message.get("model")}
+    thinking_level: Any = _UNSET_LEVEL
+    plain = True
+    reshaped = False
+    ancestors = reversed(known_path) if known_path is not None else None
+    entry: Entry | None = leaf
+    for _ in range(len(by_id) + len(known_path or ()) + 1):
+        if entry is None:
             break
-    else:
-        if stop >= 0:
-            change = path[stop]
-            model = {"provider": change.get("provider"), "modelId": change.get("modelId")}
+        keep(entry)
+        kind = entry.get("type")
+        if kind == "message":
+            message = entry.get("message")
+            if type(message) is not dict:
+                reshaped = True
+            else:
+                role = message.get("role")
+                if role == "assistant":
+                    if model is None:
+                        model = {
+                            "provider": message.get("provider"),
+                            "modelId": message.get("model"),
+                        }
+                elif role != "user" and role != "toolResult":
+                    plain = False
+                add(message)
+        elif kind == "thinking_level_change":
+            if thinking_level is _UNSET_LEVEL:
+                thinking_level = entry.get("thinkingLevel")
+        elif kind == "model_change":
+            if model is None:
+                model = {"provider": entry.get("provider"), "modelId": entry.get("modelId")}
+        elif kind == "compaction" or kind == "custom_message" or kind == "branch_summary":
+            reshaped = True
+        if ancestors is not None:
+            entry = next(ancestors, None)
+        else:
+            parent_id = entry.get("parentId")
+            entry = get(parent_id) if parent_id is not None else None
+    path.reverse()
+    if reshaped:
+        return _resolve_general(path)
+    messages.reverse()
     return SessionContext(
         messages=list(messages) if plain else convert_to_llm(messages),
         agent_messages=messages,
-        thinking_level=thinking_level,
+        thinking_level=DEFAULT_THINKING_LEVEL if thinking_level is _UNSET_LEVEL else thinking_level,
         model=model,
     )
+
+
+_UNSET_LEVEL: Final = object()
 
 
 def _resolve_general(path: list[Entry]) -> SessionContext:

@@ -52,19 +52,20 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def parse_lines(data: bytes, result: ParsedFile) -> None:
-    """Parse JSONL bytes into `result.lines`, counting lines that are not JSON objects."""
+def parse_lines(data: bytes, result: ParsedFile, *, check_objects: bool = True) -> None:
+    """Parse JSONL bytes into `result.lines`, counting lines that are not JSON objects.
+
+    With `check_objects=False` a line holding JSON that is not an object (`42`, `[]`) is kept
+    in `lines`; the caller must check (the session loader does it in its indexing pass)."""
     loads = orjson.loads
-    lines = data.split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()
+    lines = data.splitlines()  # JSON lines hold no raw CR, so this splits exactly at "\n"
     with gc_paused():
         try:
             parsed = [loads(line) for line in lines]
         except orjson.JSONDecodeError:
             parsed = _parse_tolerant(lines, result)
         else:
-            if set(map(type, parsed)) - {dict}:  # a line that is JSON but not an object
+            if check_objects and set(map(type, parsed)) - {dict}:
                 parsed = [value for value in parsed if type(value) is dict]
                 result.malformed += len(lines) - len(parsed)
     if result.lines:
@@ -91,7 +92,7 @@ def _parse_tolerant(lines: list[bytes], result: ParsedFile) -> list[Entry]:
     return parsed
 
 
-def read_session_file(path: str | os.PathLike[str]) -> ParsedFile:
+def read_session_file(path: str | os.PathLike[str], *, check_objects: bool = True) -> ParsedFile:
     """Parse a whole file; a missing file gives an empty result."""
     result = ParsedFile()
     try:
@@ -103,7 +104,7 @@ def read_session_file(path: str | os.PathLike[str]) -> ParsedFile:
     result.size = len(data)
     result.inode = stat.st_ino
     result.ends_with_newline = not data or data.endswith(b"\n")
-    parse_lines(data, result)
+    parse_lines(data, result, check_objects=check_objects)
     return result
 
 

@@ -36,7 +36,6 @@ from clawpi.session.repair import RepairReport, repair_session_file
 from clawpi.session.tree import TreeNode, build_tree
 from clawpi.session.writer import Foreign, SessionWriter
 
-_GET_TYPE = methodcaller("get", "type")
 _GET_ID = methodcaller("get", "id")
 
 
@@ -237,7 +236,7 @@ class SessionManager:
             self._set_session_file(Path(os.path.abspath(path)))
 
     def _set_session_file(self, file: Path) -> None:
-        parsed = read_session_file(file)
+        parsed = read_session_file(file, check_objects=False)
         if not parsed.lines and parsed.size == 0 and not file.exists():
             self.new_session()
             self._use_file(file)
@@ -250,6 +249,7 @@ class SessionManager:
             self._start_over(file, parsed)
             return
         if needs_migration(parsed.lines):
+            parsed = read_session_file(file)
             migrate_entries(parsed.lines)
             if self.persist:
                 with self._lock():
@@ -257,7 +257,10 @@ class SessionManager:
                     assert self._writer is not None
                     self._writer.rewrite(_serialize(parsed.lines))
                 parsed = read_session_file(file)
-        self._load(parsed)
+        if not self._load(parsed) and self.persist and self.repair:
+            # a line held JSON that is not an object: repair drops it (with a backup)
+            self.repair_report = repair_session_file(file, lock=self._lock(), fsync=self.fsync)
+            self._load(read_session_file(file))
 
     def _start_over(self, file: Path, parsed: ParsedFile) -> None:
         """A file without a usable header: keep its bytes aside, then begin a fresh session."""
@@ -280,33 +283,49 @@ class SessionManager:
         assert self._writer is not None
         return self._writer.lock
 
-    def _load(self, parsed: ParsedFile) -> None:
+    def _load(self, parsed: ParsedFile) -> bool:
+        """Take in a parsed file; False if it held lines that are not JSON objects."""
         lines = parsed.lines
-        types = list(map(_GET_TYPE, lines))
-        if types.count("session") == 1:
-            entries, types = lines[1:], types[1:]
-        else:  # extra header lines (pi's duplicate-header bug) are not entries
-            entries = [e for e, kind in zip(lines, types, strict=True) if kind != "session"]
-            types = [kind for kind in types if kind != "session"]
-        self._reset(lines[0], entries, types)
+        clean = self._reset(lines[0], lines[1:])
         self.session_id = str(lines[0]["id"])
         self._header_on_disk = True
-        self._on_disk = len(entries)
+        self._on_disk = len(self._entries)
         self._has_assistant = False
         if self._writer is not None:
             self._writer.expect(parsed.size, parsed.inode, parsed.ends_with_newline)
+        return clean
 
-    def _reset(self, header: Entry, entries: list[Entry], types: list[Any] | None = None) -> None:
+    def _reset(self, header: Entry, entries: list[Entry]) -> bool:
+        """Index `entries` in one pass (on a large session each pass costs a cache miss per
+        entry); extra header lines (pi's duplicate-header bug) and lines holding JSON that is
+        not an object are set aside."""
         self._header = header
-        self._entries = entries
-        self._by_id = dict(zip(map(_GET_ID, entries), entries, strict=True))
-        self._labels = {}
-        if types is None or "label" in types:
+        by_id: dict[str, Entry] = {}
+        labels: list[Entry] = []
+        odd = False
+        clean = True
+        try:
             for entry in entries:
-                if entry.get("type") == "label":
-                    self._apply_label(entry)
+                by_id[entry.get("id")] = entry  # type: ignore[index]
+                kind = entry.get("type")
+                if kind == "label":
+                    labels.append(entry)
+                elif kind == "session":
+                    odd = True
+        except AttributeError:
+            clean = False
+        if odd or not clean:
+            entries = [e for e in entries if type(e) is dict and e.get("type") != "session"]
+            by_id = dict(zip(map(_GET_ID, entries), entries, strict=True))
+            labels = [e for e in entries if e.get("type") == "label"]
+        self._entries = entries
+        self._by_id = by_id
+        self._labels = {}
+        for entry in labels:
+            self._apply_label(entry)
         self._leaf_id = entries[-1].get("id") if entries else None
         self._has_assistant = False
+        return clean
 
     def _apply_label(self, entry: Entry) -> None:
         target, label = entry.get("targetId"), entry.get("label")
