@@ -1,0 +1,120 @@
+"""History preparation cost per prompt: the sanitize pipeline, turn validation, history limit and
+the second pairing repair, as the attempt runs them before every model call.
+
+    python bench/bench_sanitize.py [--turns 10,50,250] [--rounds 60]
+
+Each turn of the generated history: a user message, an assistant text + tool call, a 2 KB tool
+result with UI details, an assistant answer (4 messages). Ids are the provider's native form
+(`toolu_...` for Anthropic, `call_...|fc_...` for OpenAI, `call_...` for Gemini, which the
+Google policy rewrites). Prints median and p99 per provider and history size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+from clawpi.runner.history import limit_history_turns
+from clawpi.runner.sanitize import sanitize_session_history, sanitize_tool_use_result_pairing
+from clawpi.runner.transcript_policy import resolve_transcript_policy
+from clawpi.runner.turn_validation import validate_replay_turns
+from clawpi.session import SessionManager
+
+TARGETS = (
+    ("anthropic-messages", "anthropic", "claude-sonnet-4-5", "toolu_01{:04d}AbCdEf"),
+    ("openai-responses", "openai", "gpt-5", "call_{:04d}x|fc_{:04d}y"),
+    ("google-generative-ai", "google", "gemini-2.5-pro", "call_{:04d}"),
+)
+
+
+def _usage() -> dict[str, Any]:
+    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+    return {
+        "input": 9,
+        "output": 3,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 12,
+        "cost": zero,
+    }
+
+
+def build(turns: int, api: str, provider: str, model: str, id_form: str) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = []
+    meta = {"api": api, "provider": provider, "model": model, "usage": _usage()}
+    for i in range(turns):
+        call_id = id_form.format(i, i)
+        history += [
+            {"role": "user", "content": f"question {i} " * 20, "timestamp": i * 10},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "let me check"},
+                    {
+                        "type": "toolCall",
+                        "id": call_id,
+                        "name": "read",
+                        "arguments": {"path": f"f{i}.py"},
+                    },
+                ],
+                "stopReason": "toolUse",
+                "timestamp": i * 10 + 1,
+                **meta,
+            },
+            {
+                "role": "toolResult",
+                "toolCallId": call_id,
+                "toolName": "read",
+                "content": [{"type": "text", "text": "x" * 2000}],
+                "isError": False,
+                "details": {"lines": 40},
+                "timestamp": i * 10 + 2,
+            },
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "answer " * 30}],
+                "stopReason": "stop",
+                "timestamp": i * 10 + 3,
+                **meta,
+            },
+        ]
+    return history
+
+
+def prepare(
+    history: list[dict[str, Any]], api: str, provider: str, model: str, session: SessionManager
+) -> list[dict[str, Any]]:
+    policy = resolve_transcript_policy(api, provider, model)
+    out = sanitize_session_history(
+        history, policy, model_api=api, provider=provider, model_id=model, session_manager=session
+    )
+    out = validate_replay_turns(out, policy)
+    out = limit_history_turns(out, 40)
+    return sanitize_tool_use_result_pairing(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", default="10,50,250")
+    parser.add_argument("--rounds", type=int, default=60)
+    args = parser.parse_args()
+    print(f"{'provider':10} {'messages':>8} {'median ms':>10} {'p99 ms':>8}")
+    for api, provider, model, id_form in TARGETS:
+        for turns in (int(t) for t in args.turns.split(",")):
+            history = build(turns, api, provider, model, id_form)
+            session = SessionManager.in_memory()
+            prepare(history, api, provider, model, session)
+            samples = []
+            for _ in range(args.rounds):
+                start = time.perf_counter()
+                prepare(history, api, provider, model, session)
+                samples.append((time.perf_counter() - start) * 1000)
+            samples.sort()
+            p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+            print(f"{provider:10} {len(history):8d} {statistics.median(samples):10.3f} {p99:8.3f}")
+
+
+if __name__ == "__main__":
+    main()
