@@ -238,3 +238,10 @@ def test_undecodable_bytes_raise_a_clear_error() -> None:
 def test_an_undecodable_image_block_becomes_a_text_note() -> None:
     block = {"type": "image", "data": "!!!not base64", "mimeType": "image/png"}
     assert sanitize_image_block(block) == {"type": "text", "text": UNREADABLE_IMAGE_TEXT}
+
+
+def test_an_undecodable_attached_image_is_reported(workspace: Path) -> None:
+    broken = {"type": "image", "data": base64.b64encode(b"nope").decode(), "mimeType": "image/png"}
+    result = detect_and_load_prompt_images("no refs here", workspace, existing_images=[broken])
+    assert result.images == []
+    assert [(r.kind, r.raw) for r, _ in result.skipped] == [("attached", "attached image 1")]

@@ -91,7 +91,7 @@ class ResizedImage:
 
 @dataclass(frozen=True, slots=True)
 class ImageRef:
-    """An image reference found in a prompt: a path (`kind="path"`) or a data URL."""
+    """An image reference: a path (`kind="path"`), a data URL, or an attached image."""
 
     raw: str
     kind: str
@@ -389,10 +389,13 @@ def detect_and_load_prompt_images(
         if workspace_only
         else None
     )
-    for image in existing_images:
+    for number, image in enumerate(existing_images, start=1):
         block = sanitize_image_block(image, limits)
         if block.get("type") == "image":
             result.images.append(block)
+        else:
+            ref = ImageRef(raw=f"attached image {number}", kind="attached", value="")
+            result.skipped.append((ref, "Attached image could not be decoded or shrunk."))
     result.refs = detect_image_references(prompt)
     loaded: set[str] = set()
     for ref in result.refs:
