@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from clawpi.cli.output import error, write_json, write_text
@@ -42,23 +43,19 @@ async def run_text_mode(session: AgentSession, prompts: list[str]) -> int:
                 f"[extension {event['extensionPath']} failed in {event['event']}: {event['error']}]"
             )
 
-    unsubscribe = session.subscribe(on_event)
-    try:
-        for prompt in prompts:
-            await session.prompt(prompt, source="cli")
-            problem = _failure(session)
-            if problem is not None:
-                error(f"Error: {problem}")
-                return 1
-    finally:
-        unsubscribe()
-    return 0
+    return await _run_prompts(session, prompts, on_event)
 
 
 async def run_json_mode(session: AgentSession, prompts: list[str]) -> int:
     """The session header, then every event as one JSON line (serialised when it happens)."""
     write_json(session.session_manager.get_header())
-    unsubscribe = session.subscribe(write_json)
+    return await _run_prompts(session, prompts, write_json)
+
+
+async def _run_prompts(
+    session: AgentSession, prompts: list[str], listener: Callable[[dict[str, Any]], None]
+) -> int:
+    unsubscribe = session.subscribe(listener)
     try:
         for prompt in prompts:
             await session.prompt(prompt, source="cli")

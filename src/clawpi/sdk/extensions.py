@@ -270,18 +270,25 @@ class ExtensionRunner:
         if self.on_error is not None:
             self.on_error(error)
 
+    async def _call(
+        self, name: str, handler: Handler, event: dict[str, Any], ctx: ExtensionContext
+    ) -> tuple[bool, Any]:
+        """(True, result) or (False, None) after reporting the handler's exception."""
+        try:
+            result = handler(event, ctx)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            self._report(name, event["type"], exc)
+            return False, None
+        return True, result
+
     async def emit(self, event: dict[str, Any], ctx: ExtensionContext) -> list[Any]:
         """Run every handler for `event["type"]`; returns their non-None results in order."""
         results = []
         for name, handler in self._handlers.get(event["type"], ()):
-            try:
-                result = handler(event, ctx)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
-                self._report(name, event["type"], exc)
-                continue
-            if result is not None:
+            ok, result = await self._call(name, handler, event, ctx)
+            if ok and result is not None:
                 results.append(result)
         return results
 
@@ -291,13 +298,7 @@ class ExtensionRunner:
         """Chained: `transform` rewrites text/images, `handled` stops. Returns (text, images, handled)."""
         for name, handler in self._handlers.get("input", ()):
             event = {"type": "input", "text": text, "images": images, "source": source}
-            try:
-                result = handler(event, ctx)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
-                self._report(name, "input", exc)
-                continue
+            _, result = await self._call(name, handler, event, ctx)
             if not isinstance(result, Mapping):
                 continue
             action = result.get("action")
@@ -322,13 +323,7 @@ class ExtensionRunner:
                 "images": images,
                 "systemPrompt": current,
             }
-            try:
-                result = handler(event, ctx)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
-                self._report(name, "before_agent_start", exc)
-                continue
+            _, result = await self._call(name, handler, event, ctx)
             if not isinstance(result, Mapping):
                 continue
             if isinstance(result.get("message"), Mapping):
@@ -343,13 +338,9 @@ class ExtensionRunner:
             return messages
         current = copy.deepcopy(messages)
         for name, handler in self._handlers.get("context", ()):
-            try:
-                result = handler({"type": "context", "messages": current}, ctx)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
-                self._report(name, "context", exc)
-                continue
+            _, result = await self._call(
+                name, handler, {"type": "context", "messages": current}, ctx
+            )
             if isinstance(result, Mapping) and isinstance(result.get("messages"), list):
                 current = result["messages"]
         return current
@@ -419,13 +410,7 @@ class ExtensionRunner:
                 "details": details,
                 "isError": is_error,
             }
-            try:
-                result = handler(event, ctx)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
-                self._report(name, "tool_result", exc)
-                continue
+            _, result = await self._call(name, handler, event, ctx)
             if isinstance(result, Mapping):
                 if "content" in result and isinstance(result["content"], list):
                     content = result["content"]
@@ -438,13 +423,7 @@ class ExtensionRunner:
     ) -> Mapping[str, Any] | None:
         """First `{cancel}` or `{compaction}` result wins."""
         for name, handler in self._handlers.get("session_before_compact", ()):
-            try:
-                result = handler(event, ctx)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
-                self._report(name, "session_before_compact", exc)
-                continue
+            _, result = await self._call(name, handler, event, ctx)
             if isinstance(result, Mapping) and (result.get("cancel") or result.get("compaction")):
                 return result
         return None

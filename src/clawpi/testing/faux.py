@@ -16,9 +16,10 @@ import inspect
 import itertools
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypedDict
 
 import orjson
+from typing_extensions import Unpack
 
 from clawpi.ai.builder import AssistantMessageBuilder
 from clawpi.ai.models import Model
@@ -93,6 +94,19 @@ def to_response(script: Script) -> FauxResponse:
     return FauxResponse(content=list(script))
 
 
+class ModelOptions(TypedDict, total=False):
+    """How the scripted model looks and streams."""
+
+    delay: float
+    """Seconds before each event (a `FauxResponse` may override it)."""
+    chunk_size: int
+    """Characters per text/thinking/argument delta."""
+    reasoning: bool
+    context_window: int
+    max_tokens: int
+    input_kinds: tuple[str, ...]
+
+
 _instances: weakref.WeakValueDictionary[str, _ScriptedBase] = weakref.WeakValueDictionary()
 _instance_ids = itertools.count(1)
 
@@ -102,22 +116,11 @@ class _ScriptedBase:
 
     api: str = FAUX_API
 
-    def __init__(
-        self,
-        *,
-        provider: str,
-        model_id: str,
-        delay: float,
-        chunk_size: int,
-        reasoning: bool,
-        context_window: int,
-        max_tokens: int,
-        input_kinds: tuple[str, ...],
-    ) -> None:
+    def __init__(self, *, provider: str, model_id: str, **options: Unpack[ModelOptions]) -> None:
         key = f"{self.api}://{next(_instance_ids)}"
         _instances[key] = self
-        self.delay = delay
-        self.chunk_size = max(1, chunk_size)
+        self.delay = options.get("delay", 0.0)
+        self.chunk_size = max(1, options.get("chunk_size", 8))
         self.requests: list[Context] = []
         self.options: list[StreamOptions] = []
         self.model = Model(
@@ -125,10 +128,10 @@ class _ScriptedBase:
             api=self.api,
             provider=provider,
             base_url=key,
-            reasoning=reasoning,
-            input=input_kinds,  # type: ignore[arg-type]
-            context_window=context_window,
-            max_tokens=max_tokens,
+            reasoning=options.get("reasoning", False),
+            input=options.get("input_kinds", ("text", "image")),  # type: ignore[arg-type]
+            context_window=options.get("context_window", 128_000),
+            max_tokens=options.get("max_tokens", 16_384),
         )
 
     async def _next_response(self, context: Context, options: StreamOptions) -> FauxResponse:
@@ -250,23 +253,9 @@ class FauxProvider(_ScriptedBase):
         *,
         provider: str = "faux",
         model_id: str = "faux-1",
-        delay: float = 0.0,
-        chunk_size: int = 8,
-        reasoning: bool = False,
-        context_window: int = 128_000,
-        max_tokens: int = 16_384,
-        input_kinds: tuple[str, ...] = ("text", "image"),
+        **options: Unpack[ModelOptions],
     ) -> None:
-        super().__init__(
-            provider=provider,
-            model_id=model_id,
-            delay=delay,
-            chunk_size=chunk_size,
-            reasoning=reasoning,
-            context_window=context_window,
-            max_tokens=max_tokens,
-            input_kinds=input_kinds,
-        )
+        super().__init__(provider=provider, model_id=model_id, **options)
         self._queue: list[FauxResponse] = [to_response(r) for r in responses]
 
     def push(self, *responses: Script) -> None:
@@ -297,23 +286,9 @@ class FunctionProvider(_ScriptedBase):
         *,
         provider: str = "function",
         model_id: str = "function-1",
-        delay: float = 0.0,
-        chunk_size: int = 8,
-        reasoning: bool = False,
-        context_window: int = 128_000,
-        max_tokens: int = 16_384,
-        input_kinds: tuple[str, ...] = ("text", "image"),
+        **options: Unpack[ModelOptions],
     ) -> None:
-        super().__init__(
-            provider=provider,
-            model_id=model_id,
-            delay=delay,
-            chunk_size=chunk_size,
-            reasoning=reasoning,
-            context_window=context_window,
-            max_tokens=max_tokens,
-            input_kinds=input_kinds,
-        )
+        super().__init__(provider=provider, model_id=model_id, **options)
         self.function = function
 
     async def _next_response(self, context: Context, options: StreamOptions) -> FauxResponse:
