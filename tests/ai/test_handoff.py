@@ -335,7 +335,8 @@ def tool_result(call: Any, content: list[Any], timestamp: int) -> Message:
 async def stream_turn(
     model: Model, history: list[Message], *, abort_on_text: bool = False
 ) -> AssistantMessage:
-    """One real streamed turn on `model` with the history so far; aborts at the first text."""
+    """One real streamed turn on `model` with the history so far (aborted by the caller at its
+    first text delta when `abort_on_text`)."""
     controller = AbortController()
     context: Context = {"systemPrompt": SYSTEM, "messages": history, "tools": TOOLS}
     result = stream(model, context, api_key=API_KEY, signal=controller.signal)
