@@ -41,14 +41,24 @@ class ParsedFile:
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic collector while building many long-lived objects."""
+def gc_paused(*, promote: bool = False) -> Iterator[None]:
+    """Pause the cyclic collector while building many long-lived objects.
+
+    With `promote`, what was built moves straight to the oldest generation on the way out
+    (`gc.freeze()` + `gc.unfreeze()`, two list splices): a session's entries live as long as
+    the session, and left in the youngest generation they would be traversed by the next
+    collections for nothing (about a quarter of the load time of a large session). Skipped
+    when the application uses `gc.freeze()` itself.
+    """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if promote and gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

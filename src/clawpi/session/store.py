@@ -232,7 +232,7 @@ class SessionManager:
 
     def set_session_file(self, path: str | os.PathLike[str]) -> None:
         """Load `path` (repairing or migrating it first when needed), or start it if missing."""
-        with gc_paused():  # every object built here lives as long as the session
+        with gc_paused(promote=True):  # every object built here lives as long as the session
             self._set_session_file(Path(os.path.abspath(path)))
 
     def _set_session_file(self, file: Path) -> None:
