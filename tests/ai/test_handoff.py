@@ -840,11 +840,6 @@ async def test_conversation_continues_on_another_api_with_a_request_valid_there(
     assert transcript.entries[-1] == ("user", FINAL_QUESTION)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="openai_responses_convert gives every text block of a foreign assistant message the "
-    "same fallback item id msg_<n>; OpenAI answers 400 'Duplicate item found with id msg_1'",
-)
 async def test_responses_input_items_never_repeat_an_id_after_a_handoff(
     server: FakeServer,
 ) -> None:

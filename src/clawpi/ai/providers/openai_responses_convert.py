@@ -81,9 +81,10 @@ def parse_text_signature(signature: str | None) -> tuple[str | None, str | None]
     return signature, None
 
 
-def _message_id(signature_id: str | None, index: int) -> str:
+def _message_id(signature_id: str | None, index: int, block: int) -> str:
     if not signature_id:
-        return f"msg_{index}"
+        # one id per text block: OpenAI rejects an input that repeats an item id
+        return f"msg_{index}" if block == 0 else f"msg_{index}_{block}"
     if len(signature_id) > MAX_ID_LENGTH:
         digest = hashlib.blake2b(signature_id.encode(), digest_size=12).hexdigest()
         return f"msg_{digest}"
@@ -166,6 +167,7 @@ def _assistant_items(message: AssistantMessage, model: Model, index: int) -> lis
         and message.get("api") == model.api
     )
     items: list[dict[str, Any]] = []
+    text_blocks = 0
     for block in message.get("content", []):
         kind = block.get("type")
         data: Any = block
@@ -186,8 +188,9 @@ def _assistant_items(message: AssistantMessage, model: Model, index: int) -> lis
                     }
                 ],
                 "status": "completed",
-                "id": _message_id(item_id, index),
+                "id": _message_id(item_id, index, text_blocks),
             }
+            text_blocks += 1
             if phase:
                 text_item["phase"] = phase
             items.append(text_item)
