@@ -101,6 +101,7 @@ class FakeServer:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._lock = threading.Lock()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self.port = 0
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -134,6 +135,10 @@ class FakeServer:
         self._server.close()
         for writer in list(self._writers):
             writer.close()
+        for task in list(self._tasks):  # e.g. a response stalled on purpose
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=2)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._server.wait_closed(), 2)
 
@@ -141,6 +146,9 @@ class FakeServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
         try:
             while True:
                 request = await self._read_request(reader)
@@ -159,9 +167,11 @@ class FakeServer:
                 keep_open = await self._write_response(writer, response)
                 if not keep_open:
                     return
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             return
         finally:
+            if task is not None:
+                self._tasks.discard(task)
             self._writers.discard(writer)
             with contextlib.suppress(Exception):
                 writer.close()
