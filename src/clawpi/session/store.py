@@ -28,6 +28,7 @@ from clawpi.session.entries import (
     is_assistant_entry,
     now_iso,
 )
+from clawpi.session.listing import SessionInfo, find_most_recent_session, list_session_dir
 from clawpi.session.loader import ParsedFile, gc_paused, parse_lines, read_session_file
 from clawpi.session.lock import FileSessionLock, SessionLock
 from clawpi.session.migrate import migrate_entries, needs_migration
@@ -144,8 +145,6 @@ class SessionManager:
         fsync: bool = True,
     ) -> SessionManager:
         """The most recently modified valid session in the directory, or a new one."""
-        from clawpi.session.listing import find_most_recent_session
-
         directory = _resolve_dir(str(cwd), session_dir, agent_id, pi_agent_dir)
         recent = find_most_recent_session(directory) if directory.is_dir() else None
         return cls(str(cwd), directory, recent, True, fsync=fsync)
@@ -197,11 +196,9 @@ class SessionManager:
         *,
         agent_id: str = DEFAULT_AGENT_ID,
         pi_agent_dir: str | os.PathLike[str] | None = None,
-    ) -> list[Any]:
+    ) -> list[SessionInfo]:
         """`SessionInfo` for every session in the directory, newest first."""
-        from clawpi.session.listing import list_session_dir
-
-        return list(list_session_dir(_resolve_dir(str(cwd), session_dir, agent_id, pi_agent_dir)))
+        return list_session_dir(_resolve_dir(str(cwd), session_dir, agent_id, pi_agent_dir))
 
     # -- switching files ----------------------------------------------------------------------
 
