@@ -10,8 +10,8 @@ from clawpi.session.lock import FileSessionLock, SessionLock, SessionLockTimeout
 from clawpi.session.migrate import migrate_entries
 from clawpi.session.paths import agent_sessions_dir, encode_cwd, pi_sessions_dir
 from clawpi.session.repair import RepairReport, repair_session_file
-from clawpi.session.store import SessionError, SessionManager
-from clawpi.session.tree import TreeNode
+from clawpi.session.store import SessionManager
+from clawpi.session.tree import SessionError, SessionTree, TreeNode
 
 __all__ = [
     "CURRENT_SESSION_VERSION",
@@ -26,6 +26,7 @@ __all__ = [
     "SessionLockTimeout",
     "SessionManager",
     "SessionManagerCache",
+    "SessionTree",
     "ToolResultGuard",
     "TreeNode",
     "agent_sessions_dir",

@@ -18,9 +18,7 @@ from operator import methodcaller
 from pathlib import Path
 from typing import Any, Protocol
 
-from clawpi.errors import ClawpiError
 from clawpi.session.codec import dumps_entry
-from clawpi.session.context import SessionContext, build_session_context, get_path
 from clawpi.session.entries import (
     CURRENT_SESSION_VERSION,
     Entry,
@@ -34,14 +32,10 @@ from clawpi.session.lock import FileSessionLock, SessionLock
 from clawpi.session.migrate import migrate_entries, needs_migration
 from clawpi.session.paths import DEFAULT_AGENT_ID, default_session_dir, session_file_name
 from clawpi.session.repair import RepairReport, repair_session_file
-from clawpi.session.tree import TreeNode, build_tree
+from clawpi.session.tree import SessionError, SessionTree
 from clawpi.session.writer import Foreign, SessionWriter
 
 _GET_ID = methodcaller("get", "id")
-
-
-class SessionError(ClawpiError):
-    """A session operation was given something that does not exist or cannot be used."""
 
 
 class AppendInterceptor(Protocol):
@@ -60,7 +54,7 @@ def _backup_path(path: Path) -> Path:
     return path.with_name(f"{path.name}.bak-{os.getpid()}-{int(time.time() * 1000)}")
 
 
-class SessionManager:
+class SessionManager(SessionTree):
     """The session tree of one file (or of memory only, see `in_memory`)."""
 
     def __init__(
@@ -84,14 +78,9 @@ class SessionManager:
         self.session_file: Path | None = None
         self._lock_factory = lock_factory
         self._writer: SessionWriter | None = None
-        self._header: Entry = {}
-        self._entries: list[Entry] = []
-        self._by_id: dict[str, Entry] = {}
-        self._labels: dict[str, str] = {}
-        self._leaf_id: str | None = None
+        super().__init__()
         self._on_disk = 0
         self._header_on_disk = False
-        self._has_assistant = False
         self._interceptor: AppendInterceptor | None = None
         if persist and session_dir is not None:
             session_dir.mkdir(parents=True, exist_ok=True)
@@ -292,47 +281,6 @@ class SessionManager:
             self._writer.expect(parsed.size, parsed.inode, parsed.ends_with_newline)
         return clean
 
-    def _reset(self, header: Entry, entries: list[Entry]) -> bool:
-        """Index `entries` in one pass (on a large session each pass costs a cache miss per
-        entry); extra header lines (pi's duplicate-header bug) and lines holding JSON that is
-        not an object are set aside."""
-        self._header = header
-        by_id: dict[str, Entry] = {}
-        labels: list[Entry] = []
-        odd = False
-        clean = True
-        try:
-            for entry in entries:
-                by_id[entry.get("id")] = entry  # type: ignore[index]
-                kind = entry.get("type")
-                if kind == "label":
-                    labels.append(entry)
-                elif kind == "session":
-                    odd = True
-        except AttributeError:
-            clean = False
-        if odd or not clean:
-            entries = [e for e in entries if type(e) is dict and e.get("type") != "session"]
-            by_id = dict(zip(map(_GET_ID, entries), entries, strict=True))
-            labels = [e for e in entries if e.get("type") == "label"]
-        self._entries = entries
-        self._by_id = by_id
-        self._labels = {}
-        for entry in labels:
-            self._apply_label(entry)
-        self._leaf_id = entries[-1].get("id") if entries else None
-        self._has_assistant = False
-        return clean
-
-    def _apply_label(self, entry: Entry) -> None:
-        target, label = entry.get("targetId"), entry.get("label")
-        if not isinstance(target, str):
-            return
-        if label:
-            self._labels[target] = label
-        else:
-            self._labels.pop(target, None)
-
     # -- writing ------------------------------------------------------------------------------
 
     def set_interceptor(self, interceptor: AppendInterceptor | None) -> None:
@@ -494,45 +442,6 @@ class SessionManager:
         self._apply_label(entry)
         return entry_id
 
-    # -- navigation ---------------------------------------------------------------------------
-
-    def get_leaf_id(self) -> str | None:
-        return self._leaf_id
-
-    def get_leaf_entry(self) -> Entry | None:
-        return self._by_id.get(self._leaf_id) if self._leaf_id is not None else None
-
-    def get_entry(self, entry_id: str) -> Entry | None:
-        return self._by_id.get(entry_id)
-
-    def get_children(self, parent_id: str | None) -> list[Entry]:
-        return [e for e in self._by_id.values() if e.get("parentId") == parent_id]
-
-    def get_label(self, entry_id: str) -> str | None:
-        return self._labels.get(entry_id)
-
-    def get_branch(self, from_id: str | None = None) -> list[Entry]:
-        """Root-first path to `from_id` (default: the leaf), all entry types."""
-        start = from_id if from_id is not None else self._leaf_id
-        leaf = self._by_id.get(start) if start is not None else None
-        return get_path(self._by_id, leaf) if leaf is not None else []
-
-    def get_tree(self) -> list[TreeNode]:
-        return build_tree(self._entries, self._labels)
-
-    def get_entries(self) -> list[Entry]:
-        """All entries in file order (a new list; the dicts are the live entries)."""
-        return list(self._entries)
-
-    def get_header(self) -> Entry | None:
-        return self._header or None
-
-    def get_session_name(self) -> str | None:
-        for entry in reversed(self._entries):
-            if entry.get("type") == "session_info" and entry.get("name"):
-                return str(entry["name"])
-        return None
-
     def get_cwd(self) -> str:
         return self.cwd
 
@@ -561,20 +470,7 @@ class SessionManager:
             return False
         return stat.st_ino == self._writer.inode and stat.st_size == self._writer.size
 
-    def build_session_context(self) -> SessionContext:
-        return build_session_context(self._entries, self._leaf_id, self._by_id)
-
     # -- branching ----------------------------------------------------------------------------
-
-    def branch(self, branch_from_id: str) -> None:
-        """Move the leaf to an earlier entry; the next append starts a new branch there."""
-        if branch_from_id not in self._by_id:
-            raise SessionError(f"Entry {branch_from_id} not found")
-        self._leaf_id = branch_from_id
-
-    def reset_leaf(self) -> None:
-        """Move before the first entry; the next append becomes a new root."""
-        self._leaf_id = None
 
     def branch_with_summary(
         self,

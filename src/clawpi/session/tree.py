@@ -1,12 +1,23 @@
-"""The session as a tree of nodes, for navigators and `/tree`-style views."""
+"""The session tree in memory: entries indexed by id, labels, the leaf, and navigation.
+
+`SessionTree` knows nothing of files; `SessionManager` (store.py) adds persistence on top.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import methodcaller
 
-from clawpi.session.context import iso_to_ms
+from clawpi.errors import ClawpiError
+from clawpi.session.context import SessionContext, build_session_context, get_path, iso_to_ms
 from clawpi.session.entries import Entry
+
+_GET_ID = methodcaller("get", "id")
+
+
+class SessionError(ClawpiError):
+    """A session operation was given something that does not exist or cannot be used."""
 
 
 @dataclass(slots=True)
@@ -41,3 +52,108 @@ def build_tree(entries: Sequence[Entry], labels: Mapping[str, str]) -> list[Tree
             node.children.sort(key=lambda child: iso_to_ms(child.entry.get("timestamp")) or 0)
         stack.extend(node.children)
     return roots
+
+
+class SessionTree:
+    """Entries in file order, indexed by id; the leaf is where the next entry attaches."""
+
+    def __init__(self) -> None:
+        self._header: Entry = {}
+        self._entries: list[Entry] = []
+        self._by_id: dict[str, Entry] = {}
+        self._labels: dict[str, str] = {}
+        self._leaf_id: str | None = None
+        self._has_assistant = False
+
+    def _reset(self, header: Entry, entries: list[Entry]) -> bool:
+        """Index `entries` in one pass (on a large session each pass costs a cache miss per
+        entry); extra header lines (pi's duplicate-header bug) and lines holding JSON that is
+        not an object are set aside."""
+        self._header = header
+        by_id: dict[str, Entry] = {}
+        labels: list[Entry] = []
+        odd = False
+        clean = True
+        try:
+            for entry in entries:
+                by_id[entry.get("id")] = entry  # type: ignore[index]
+                kind = entry.get("type")
+                if kind == "label":
+                    labels.append(entry)
+                elif kind == "session":
+                    odd = True
+        except AttributeError:
+            clean = False
+        if odd or not clean:
+            entries = [e for e in entries if type(e) is dict and e.get("type") != "session"]
+            by_id = dict(zip(map(_GET_ID, entries), entries, strict=True))
+            labels = [e for e in entries if e.get("type") == "label"]
+        self._entries = entries
+        self._by_id = by_id
+        self._labels = {}
+        for entry in labels:
+            self._apply_label(entry)
+        self._leaf_id = entries[-1].get("id") if entries else None
+        self._has_assistant = False
+        return clean
+
+    def _apply_label(self, entry: Entry) -> None:
+        target, label = entry.get("targetId"), entry.get("label")
+        if not isinstance(target, str):
+            return
+        if label:
+            self._labels[target] = label
+        else:
+            self._labels.pop(target, None)
+
+    # -- navigation ---------------------------------------------------------------------------
+
+    def get_leaf_id(self) -> str | None:
+        return self._leaf_id
+
+    def get_leaf_entry(self) -> Entry | None:
+        return self._by_id.get(self._leaf_id) if self._leaf_id is not None else None
+
+    def get_entry(self, entry_id: str) -> Entry | None:
+        return self._by_id.get(entry_id)
+
+    def get_children(self, parent_id: str | None) -> list[Entry]:
+        return [e for e in self._by_id.values() if e.get("parentId") == parent_id]
+
+    def get_label(self, entry_id: str) -> str | None:
+        return self._labels.get(entry_id)
+
+    def get_branch(self, from_id: str | None = None) -> list[Entry]:
+        """Root-first path to `from_id` (default: the leaf), all entry types."""
+        start = from_id if from_id is not None else self._leaf_id
+        leaf = self._by_id.get(start) if start is not None else None
+        return get_path(self._by_id, leaf) if leaf is not None else []
+
+    def get_tree(self) -> list[TreeNode]:
+        return build_tree(self._entries, self._labels)
+
+    def get_entries(self) -> list[Entry]:
+        """All entries in file order (a new list; the dicts are the live entries)."""
+        return list(self._entries)
+
+    def get_header(self) -> Entry | None:
+        return self._header or None
+
+    def get_session_name(self) -> str | None:
+        for entry in reversed(self._entries):
+            if entry.get("type") == "session_info" and entry.get("name"):
+                return str(entry["name"])
+        return None
+
+    def build_session_context(self) -> SessionContext:
+        return build_session_context(self._entries, self._leaf_id, self._by_id)
+
+    def branch(self, branch_from_id: str) -> None:
+        """Move the leaf to an earlier entry; the next append starts a new branch there."""
+        if branch_from_id not in self._by_id:
+            raise SessionError(f"Entry {branch_from_id} not found")
+        self._leaf_id = branch_from_id
+
+    def reset_leaf(self) -> None:
+        """Move before the first entry; the next append becomes a new root."""
+        self._leaf_id = None
