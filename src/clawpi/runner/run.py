@@ -10,7 +10,9 @@ that filled the context, and finally turning what happened into payloads a user 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +48,7 @@ from clawpi.runner.auth_profiles import (
     mark_auth_profile_used,
     resolve_api_key_for_profile,
     resolve_auth_profile_candidates,
+    resolve_profiles_unavailable_reason,
 )
 from clawpi.runner.auth_store import load_auth_profile_store
 from clawpi.runner.compact import compact_session_file
@@ -88,21 +91,51 @@ from clawpi.sdk.paths import agent_dir as default_agent_dir
 MAX_OVERFLOW_COMPACTIONS = 3
 MAX_TIMEOUT_COMPACTIONS = 2
 TIMEOUT_COMPACTION_SHARE = 0.65
-OVERLOAD_BACKOFF = {"initial_ms": 250, "max_ms": 1500, "factor": 2.0, "jitter": 0.2}
 _MUTATING_TOOLS = frozenset({"write", "edit", "apply_patch", "exec", "process", "message"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    """The sleep before retrying after an overloaded provider (exponential with jitter)."""
+
+    initial_ms: int = 250
+    max_ms: int = 1500
+    factor: float = 2.0
+    jitter: float = 0.2
+
+
+OVERLOAD_BACKOFF = BackoffPolicy()
 
 
 def iteration_cap(candidate_count: int) -> int:
     return min(160, max(32, 24 + 8 * max(1, candidate_count)))
 
 
-def overload_backoff_ms(attempt: int, rng: Callable[[], float] = random.random) -> int:
-    base = min(
-        OVERLOAD_BACKOFF["initial_ms"] * OVERLOAD_BACKOFF["factor"] ** max(attempt - 1, 0),
-        OVERLOAD_BACKOFF["max_ms"],
-    )
-    jitter = base * OVERLOAD_BACKOFF["jitter"] * (rng() * 2 - 1)
+def overload_backoff_ms(
+    attempt: int,
+    rng: Callable[[], float] = random.random,
+    policy: BackoffPolicy = OVERLOAD_BACKOFF,
+) -> int:
+    base = min(policy.initial_ms * policy.factor ** max(attempt - 1, 0), policy.max_ms)
+    jitter = base * policy.jitter * (rng() * 2 - 1)
     return max(0, int(base + jitter))
+
+
+_RETRY_AFTER = re.compile(
+    r"(?:try again in|retry after|retry in|retry-after:?)\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?)?\b",
+    re.IGNORECASE,
+)
+
+
+def retry_after_ms_from_error(text: str | None) -> int | None:
+    """The wait a rate-limit or overload error asks for ("Please try again in 7s"), if any."""
+    if not text:
+        return None
+    match = _RETRY_AFTER.search(text)
+    if match is None:
+        return None
+    value = float(match.group(1))
+    return int(value if (match.group(2) or "").lower() == "ms" else value * 1000)
 
 
 async def _sleep_abortable(ms: int, signal: AbortSignal | None) -> None:
@@ -155,6 +188,7 @@ async def run_embedded_agent(
     trigger: str | None = None,
     prompt_mode: str = "full",
     run_queue: RunQueue | None = None,
+    overload_backoff: BackoffPolicy = OVERLOAD_BACKOFF,
 ) -> EmbeddedRunResult:
     """Run one inbound message to completion; always returns something a user can be shown.
 
@@ -181,6 +215,7 @@ async def run_embedded_agent(
         client_tools=list(client_tools or ()),
         extra_system_prompt=extra_system_prompt,
         abort_signal=abort_signal,
+        overload_backoff=overload_backoff,
         callbacks={
             "on_block_reply": on_block_reply,
             "on_block_reply_flush": on_block_reply_flush,
@@ -252,6 +287,7 @@ class _Runner:
         self.client_tools: list[Mapping[str, Any]]
         self.extra_system_prompt: str | None
         self.abort_signal: AbortSignal | None
+        self.overload_backoff: BackoffPolicy
         self.callbacks: dict[str, Any]
         self.options: dict[str, Any]
 
@@ -320,8 +356,11 @@ class _Runner:
                 f"No available auth profile for {model.provider} (all in cooldown or unavailable)."
             )
             if has_fallbacks:
+                reason = resolve_profiles_unavailable_reason(
+                    store, [c for c in candidates if c is not None], model=model.id
+                )
                 raise FailoverError(
-                    message, reason="rate_limit", provider=model.provider, model=model.id
+                    message, reason=reason or "unknown", provider=model.provider, model=model.id
                 )
             raise ClawpiError(message)
         loop = _AttemptLoop(self, model, registry, usable, has_fallbacks)
@@ -379,12 +418,22 @@ class _AttemptLoop:
         self.attempted_levels.clear()
         return True
 
-    def _mark_failure(self, reason: Any) -> None:
+    def _mark_failure(self, reason: Any, error_text: str | None = None) -> None:
         if self.profile is None or reason is None or reason == "timeout":
             return
         store = load_auth_profile_store(self.runner.agent_dir)
+        retry_after = (
+            retry_after_ms_from_error(error_text)
+            if reason in ("rate_limit", "overloaded")
+            else None
+        )
         mark_auth_profile_failure(
-            store, self.profile, reason, model=self.model.id, config=self.runner.config
+            store,
+            self.profile,
+            reason,
+            model=self.model.id,
+            config=self.runner.config,
+            retry_after_ms=retry_after,
         )
 
     def _params(self) -> AttemptParams:
@@ -475,7 +524,7 @@ class _AttemptLoop:
                 if attempt.timed_out
                 else classify_failover_reason(text, self.model.provider)
             )
-            self._mark_failure(reason)
+            self._mark_failure(reason, text)
             if self._advance_profile():
                 await self._overload_backoff(reason)
                 return None
@@ -552,7 +601,7 @@ class _AttemptLoop:
             error, provider=self.model.provider, model=self.model.id
         )
         reason = failover.reason if failover is not None else None
-        self._mark_failure(reason)
+        self._mark_failure(reason, text)
         if reason is not None and reason != "timeout" and self._advance_profile():
             await self._overload_backoff(reason)
             return None
@@ -573,9 +622,9 @@ class _AttemptLoop:
         if reason != "overloaded":
             return
         self.overload_failovers += 1
-        await _sleep_abortable(
-            overload_backoff_ms(self.overload_failovers), self.runner.abort_signal
-        )
+        delay = overload_backoff_ms(self.overload_failovers, policy=self.runner.overload_backoff)
+        if delay > 0:
+            await _sleep_abortable(delay, self.runner.abort_signal)
 
     # -- results ---------------------------------------------------------------------------
 
