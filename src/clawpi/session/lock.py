@@ -16,6 +16,7 @@ import os
 import signal
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -87,7 +88,14 @@ def _record_owner(fd: int) -> None:
 @dataclass(slots=True)
 class _Hold:
     fd: int
+    inode: int
     count: int
+
+
+IDLE_DESCRIPTORS: Final = 32
+"""Unlocked lock-file descriptors kept open for reuse (opening costs more than locking)."""
+_idle: OrderedDict[str, list[tuple[int, int]]] = OrderedDict()
+_idle_count = 0
 
 
 _holds_lock = threading.Lock()
@@ -99,38 +107,77 @@ _handlers_installed = False
 def _forget_after_fork() -> None:
     """A forked child owns none of its parent's locks; closing the inherited descriptors
     leaves the parent's locks in place (flock releases only when every copy is closed)."""
-    global _holds_lock
+    global _holds_lock, _idle_count
     _holds_lock = threading.Lock()
-    for hold in _holds.values():
+    fds = [hold.fd for hold in _holds.values()]
+    fds += [fd for pool in _idle.values() for fd, _ in pool]
+    for fd in fds:
         with contextlib.suppress(OSError):
-            os.close(hold.fd)
+            os.close(fd)
     _holds.clear()
+    _idle.clear()
+    _idle_count = 0
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def _try_lock(path: str) -> int | None:
-    """The descriptor of the locked file, or None while someone else holds it."""
+def _open_lock_file(path: str) -> tuple[int, int]:
+    """An unlocked descriptor of `path` and its inode, reused from the idle pool if possible."""
+    global _idle_count
+    with _holds_lock:
+        pool = _idle.get(path)
+        if pool:
+            _idle_count -= 1
+            fd_inode = pool.pop()
+            if not pool:
+                del _idle[path]
+            return fd_inode
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except FileNotFoundError:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    return fd, os.fstat(fd).st_ino
+
+
+def _park(path: str, fd: int, inode: int) -> None:
+    """Return an unlocked descriptor to the idle pool, closing the oldest beyond the limit."""
+    global _idle_count
+    evicted: list[int] = []
+    with _holds_lock:
+        _idle.setdefault(path, []).append((fd, inode))
+        _idle.move_to_end(path)
+        _idle_count += 1
+        while _idle_count > IDLE_DESCRIPTORS:
+            oldest = next(iter(_idle))
+            pool = _idle[oldest]
+            evicted.append(pool.pop(0)[0])
+            _idle_count -= 1
+            if not pool:
+                del _idle[oldest]
+    for old in evicted:
+        os.close(old)
+
+
+def _try_lock(path: str) -> tuple[int, int] | None:
+    """The locked descriptor and its inode, or None while someone else holds the lock."""
+    fd, inode = _open_lock_file(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        os.close(fd)
+        _park(path, fd, inode)
         return None
     try:
-        same_file = os.fstat(fd).st_ino == os.stat(path).st_ino
+        same_file = os.stat(path).st_ino == inode
     except FileNotFoundError:
         same_file = False
-    if not same_file:  # the lock file was removed or replaced while we waited for it
-        _unlock(fd)
-        return None
+    if not same_file:  # the lock file was removed or replaced: lock the new one instead
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+        return _try_lock(path) if os.path.exists(path) else None
     _record_owner(fd)
-    return fd
+    return fd, inode
 
 
 def _unlock(fd: int) -> None:
@@ -145,8 +192,8 @@ class FileSessionLock:
     and processes; acquisition backs off from 50 ms to 1 s until the timeout.
 
     Implemented on `fcntl.flock` directly: the lock is taken once per append, and a bare
-    open/flock/unlock/close costs a few microseconds where a general-purpose lock library
-    spends about half a millisecond of Python per acquisition.
+    flock/unlock on a kept-open descriptor costs a few microseconds where a general-purpose
+    lock library spends about half a millisecond of Python per acquisition.
     """
 
     def __init__(
@@ -166,10 +213,18 @@ class FileSessionLock:
         if hold is not None:
             hold.count += 1
             return
+        locked = _try_lock(self._key)
+        if locked is None:
+            locked = self._wait(timeout)
+        with _holds_lock:
+            _holds[hold_key] = _Hold(locked[0], locked[1], 1)
+        _install_handlers()
+
+    def _wait(self, timeout: float | None) -> tuple[int, int]:
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         attempt = 0
-        while (fd := _try_lock(self._key)) is None:
+        while (locked := _try_lock(self._key)) is None:
             attempt += 1
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -180,9 +235,7 @@ class FileSessionLock:
                     "retry later or stop that process"
                 )
             time.sleep(min(BACKOFF_MAX_S, BACKOFF_START_S * attempt, remaining))
-        with _holds_lock:
-            _holds[hold_key] = _Hold(fd, 1)
-        _install_handlers()
+        return locked
 
     def release(self) -> None:
         hold_key = (threading.get_ident(), self._key)
@@ -193,7 +246,8 @@ class FileSessionLock:
         if hold.count == 0:
             with _holds_lock:
                 _holds.pop(hold_key, None)
-            _unlock(hold.fd)
+            fcntl.flock(hold.fd, fcntl.LOCK_UN)
+            _park(self._key, hold.fd, hold.inode)
 
     def __enter__(self) -> FileSessionLock:
         self.acquire()
@@ -220,6 +274,8 @@ def release_all_locks() -> None:
 
 def _install_handlers() -> None:
     global _handlers_installed
+    if _handlers_installed:
+        return
     with _holds_lock:
         if _handlers_installed:
             return

@@ -262,6 +262,8 @@ class SessionManager(SessionTree):
 
     def _use_file(self, file: Path) -> None:
         self.session_file = file
+        if self._writer is not None:
+            self._writer.close()
         if self.persist:
             self._writer = SessionWriter(file, fsync=self.fsync, lock_factory=self._lock_factory)
 
@@ -334,6 +336,8 @@ class SessionManager(SessionTree):
             self._merge(foreign.tail)
         if entry["id"] in self._by_id:
             entry["id"] = generate_id(self._by_id)
+        if self._header_on_disk and self._on_disk == len(self._entries):
+            return dumps_entry(entry) + b"\n"
         pending: list[Entry] = [] if self._header_on_disk else [self._header]
         pending.extend(self._entries[self._on_disk :])
         pending.append(entry)
@@ -378,7 +382,14 @@ class SessionManager(SessionTree):
     def append_message(self, message: dict[str, Any]) -> str:
         """Append a message (user, assistant, toolResult, custom, bashExecution); its id."""
         if self._interceptor is None:
-            return self._append(self._stamp([("message", message)], "message", False))
+            entry = {
+                "type": "message",
+                "id": generate_id(self._by_id),
+                "parentId": self._leaf_id,
+                "timestamp": now_iso(),
+                "message": message,
+            }
+            return self._append(entry)
         entry_id = self._leaf_id or ""
         for item in self._interceptor.on_message(message):
             entry_id = self._append(self._stamp([("message", item)], "message", False))
@@ -456,6 +467,11 @@ class SessionManager(SessionTree):
 
     def is_persisted(self) -> bool:
         return self.persist
+
+    def close(self) -> None:
+        """Close the file descriptor kept open for appends (reopened by the next append)."""
+        if self._writer is not None:
+            self._writer.close()
 
     def matches_disk(self) -> bool:
         """Whether the file on disk is exactly what this manager last read or wrote (nothing
