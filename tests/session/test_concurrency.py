@@ -8,7 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from clawpi.session import SessionManager
+from clawpi.session import FileSessionLock, SessionManager, repair_session_file
+from clawpi.session.lock import IDLE_DESCRIPTORS
 from tests.session._children import append_n, fork
 
 WRITERS = 4
@@ -72,3 +73,30 @@ def test_a_writer_sees_entries_appended_by_another_process(tmp_path: Path) -> No
     assert [e["id"] for e in SessionManager.open(first.session_file).get_entries()] == [
         e["id"] for e in first.get_entries()
     ]
+
+
+def test_append_after_the_file_was_replaced_elsewhere_lands_in_the_new_file(
+    tmp_path: Path,
+) -> None:
+    sm = SessionManager.create("/p", tmp_path)
+    first = sm.append_message(
+        {"role": "assistant", "content": [], "stopReason": "stop", "timestamp": 0}
+    )
+    assert sm.session_file is not None
+    with open(sm.session_file, "ab") as handle:
+        handle.write(b'{"type":"message","id":"torn')  # a writer died mid-line
+    inode = sm.session_file.stat().st_ino
+    assert repair_session_file(sm.session_file).repaired  # another process repairs it
+    assert sm.session_file.stat().st_ino != inode
+    second = sm.append_message({"role": "user", "content": "after repair", "timestamp": 1})
+    reopened = SessionManager.open(sm.session_file)
+    assert [e["id"] for e in reopened.get_entries()] == [first, second]
+    assert reopened.repair_report is None
+
+
+def test_lock_descriptors_stay_bounded_across_many_sessions(tmp_path: Path) -> None:
+    fds_before = len(os.listdir("/proc/self/fd"))
+    for index in range(IDLE_DESCRIPTORS * 3):
+        with FileSessionLock(tmp_path / f"s{index}.jsonl"):
+            pass
+    assert len(os.listdir("/proc/self/fd")) <= fds_before + IDLE_DESCRIPTORS
