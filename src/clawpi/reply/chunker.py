@@ -29,10 +29,12 @@ DEFAULT_TEXT_CHUNK_LIMIT = 4000
 _COMPACT_AFTER = 4096
 
 _FENCE_LINE = re.compile(r"( {0,3})(`{3,}|~{3,})([^\n]*)")
+_FENCE_LINE_START = re.compile(r"^ {0,3}(?:`{3,}|~{3,})", re.M)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _WHITESPACE = re.compile(r"\s")
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
 _PARTIAL_FENCE = re.compile(r" {0,3}(?:`{2,}|~{2,})[^\n]*\Z")
+_TICK_RUN = re.compile(r"`+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 _Break: TypeAlias = tuple[int, bool, bool]
@@ -108,6 +110,11 @@ class BlockChunker:
         if not self._hint and ("\n" in text or "." in text or "!" in text or "?" in text):
             self._hint = True  # the text may hold a break: look at it on the next drain
 
+    @property
+    def size(self) -> int:
+        """Characters buffered (including a reopened fence line)."""
+        return self._held + self._pending_len
+
     def has_buffered(self) -> bool:
         return self._pending_len > 0 or len(self._buf) > self._start
 
@@ -176,15 +183,16 @@ class BlockChunker:
     def _parse_lines(self, final: bool = False) -> None:
         buf = self._buf
         line = max(self._line, self._start)
-        while True:
-            newline = buf.find("\n", line)
-            if newline < 0:
-                if final and line < len(buf):
-                    self._parse_line(line, len(buf))
-                    line = len(buf)
-                break
-            self._parse_line(line, newline)
-            line = newline + 1
+        last_newline = buf.rfind("\n", line)
+        if last_newline >= 0:
+            # Only lines that start with a fence marker matter: find them, not every line.
+            for match in _FENCE_LINE_START.finditer(buf, line, last_newline + 1):
+                start = match.start()
+                self._parse_line(start, buf.find("\n", start))
+            line = last_newline + 1
+        if final and line < len(buf):
+            self._parse_line(line, len(buf))
+            line = len(buf)
         self._line = line
 
     def _parse_line(self, start: int, end: int) -> None:
@@ -218,6 +226,21 @@ class BlockChunker:
             return False
         i = bisect.bisect_left(self._span_starts, raw) - 1
         return i < 0 or raw >= self._spans[i].end
+
+    def _in_code_span(self, raw: int) -> bool:
+        """Whether `raw` falls inside an inline code span of its line (`like this`)."""
+        buf = self._buf
+        line_start = buf.rfind("\n", 0, raw) + 1
+        if buf.find("`", line_start, raw) < 0:
+            return False
+        open_ticks = 0
+        for run in _TICK_RUN.finditer(buf, line_start, raw):
+            ticks = len(run.group(0))
+            if not open_ticks:
+                open_ticks = ticks
+            elif ticks == open_ticks:
+                open_ticks = 0
+        return open_ticks > 0
 
     def _fence_at(self, raw: int) -> _Fence | None:
         fence = self._fence
@@ -268,7 +291,7 @@ class BlockChunker:
             best = -1
             for match in _SENTENCE_END.finditer(buf, max(lo - 1, 0), min(len(buf), hi + 1)):
                 cut = match.start() + 1
-                if lo <= cut <= hi and self._is_safe(cut):
+                if lo <= cut <= hi and self._is_safe(cut) and not self._in_code_span(cut):
                     best = cut
             if best >= 0:
                 return (best, True, False)
@@ -278,7 +301,7 @@ class BlockChunker:
         buf = self._buf
         for match in reversed(list(_WHITESPACE.finditer(buf, lo, hi + 1))):
             at = match.start()
-            if at <= hi and self._is_safe(at):
+            if at <= hi and self._is_safe(at) and not self._in_code_span(at):
                 return (at, True, False)
         fence = self._fence_at(hi) or self._closed_fence_at(hi)
         if fence is None:

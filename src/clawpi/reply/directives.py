@@ -206,7 +206,9 @@ def parse_reply_directives(
     result = ReplyDirectives(text="", media_urls=media)
     if "[[" in cleaned:
         cleaned = _extract_tags(cleaned, result, current_message_id)
-    result.text = normalize_directive_whitespace(cleaned)
+    # Tidy whitespace only where something was taken out; otherwise the text is the model's.
+    changed = len(cleaned) != len(text)
+    result.text = normalize_directive_whitespace(cleaned) if changed else cleaned.strip()
     result.is_silent = result.text == silent_token
     return result
 

@@ -42,6 +42,7 @@ from clawpi.reply.payloads import (
     VerboseLevel,
     tool_action_fingerprint,
 )
+from clawpi.reply.pipeline import BlockReplyPipeline
 from clawpi.reply.tags import (
     BlockTagState,
     extract_thinking_from_tagged_text,
@@ -210,9 +211,18 @@ class EmbeddedSubscription:
         self._tool_args: dict[str, Any] = {}
 
         self._chunking = block_reply_chunking
-        self._chunker = block_reply_chunking.make_chunker() if block_reply_chunking else None
-        self._block_parts: list[str] = []
+        chunker = block_reply_chunking.make_chunker() if block_reply_chunking else None
+        self._blocks = BlockReplyPipeline(
+            chunker, enforce_final_tag, stream=block_reply_break == "text_end"
+        )
         self._tags = BlockTagState(collect_thinking=self._stream_reasoning)
+        """Per-delta view for partial replies and reasoning (blocks use their own pipeline)."""
+        self._per_delta = (
+            on_partial_reply is not None
+            or on_agent_event is not None
+            or on_reasoning_end is not None
+            or self._stream_reasoning
+        )
         self._directives = StreamingDirectiveParser(current_message_id, silent_token)
         self._msg = _MessageState()
         self._last_reasoning_sent: str | None = None
@@ -363,9 +373,7 @@ class EmbeddedSubscription:
     # -- assistant messages ------------------------------------------------------------------
 
     def _reset_message_state(self, baseline: int) -> None:
-        if self._chunker is not None:
-            self._chunker.reset()
-        self._block_parts.clear()
+        self._blocks.reset()
         self._tags.reset()
         self._directives.reset()
         self._msg = _MessageState(text_baseline=baseline)
@@ -423,6 +431,11 @@ class EmbeddedSubscription:
         msg = self._msg
         msg.raw_parts.append(chunk)
         msg.raw_len += len(chunk)
+        if self._on_block_reply is not None:
+            for block in self._blocks.push(chunk):
+                self._emit_block(block)
+        if not self._per_delta:
+            return
         tags = self._tags
         was_thinking = tags.thinking
         visible = strip_block_tags(chunk, tags, self.enforce_final_tag)
@@ -437,19 +450,9 @@ class EmbeddedSubscription:
             self._push_visible(visible)
 
     def _push_visible(self, visible: str) -> None:
-        msg = self._msg
-        msg.visible_parts.append(visible)
+        self._msg.visible_parts.append(visible)
         if self._on_partial_reply is not None or self._on_agent_event is not None:
             self._emit_partial()
-        if self._on_block_reply is None:
-            return  # no block replies: the final text comes from message_end
-        if self._chunker is not None:
-            self._chunker.append(visible)
-            if self.block_reply_break == "text_end":
-                for block in self._chunker.drain():
-                    self._emit_block(block)
-        else:
-            self._block_parts.append(visible)
 
     def _emit_partial(self) -> None:
         msg = self._msg
@@ -573,6 +576,8 @@ class EmbeddedSubscription:
         self._deliveries.call(self._on_block_reply, payload, "block reply")
 
     def _release_held_tags(self) -> None:
+        if not self._per_delta:
+            return
         tail = finish_block_tags(self._tags, self.enforce_final_tag)
         if tail:
             self._push_visible(tail)
@@ -585,15 +590,8 @@ class EmbeddedSubscription:
         """
         if self._on_block_reply is None:
             return
-        self._release_held_tags()
-        if self._chunker is not None:
-            if self._chunker.has_buffered():
-                for block in self._chunker.drain(force=True):
-                    self._emit_block(block)
-        elif self._block_parts:
-            text = "".join(self._block_parts)
-            self._block_parts.clear()
-            self._emit_block(text)
+        for block in self._blocks.flush():
+            self._emit_block(block)
         tail = self._directives.consume("", final=True)
         if tail is not None:
             self._deliver_block(tail)
@@ -603,11 +601,6 @@ class EmbeddedSubscription:
     def _notify_flush(self) -> None:
         self._unflushed = 0
         self._deliveries.call_noarg(self._on_block_reply_flush, "block flush")
-
-    def _has_buffered_blocks(self) -> bool:
-        if self._chunker is not None:
-            return self._chunker.has_buffered()
-        return bool(self._block_parts)
 
     def _handle_message_end(self, event: AgentEventDict) -> None:
         message = event.get("message")
@@ -643,7 +636,8 @@ class EmbeddedSubscription:
         added = len(self.assistant_texts) > msg.text_baseline
         if has_tool_call and added:
             del self.assistant_texts[msg.text_baseline :]  # narration before a tool call
-        buffered = self._has_buffered_blocks()
+        pending_blocks = self._blocks.flush() if self._on_block_reply is not None else []
+        buffered = bool(pending_blocks)
         if self.reasoning_mode == "on" and text and self._on_block_reply is None:
             del self.assistant_texts[msg.text_baseline :]
             self._push_assistant_text(text)
@@ -655,14 +649,20 @@ class EmbeddedSubscription:
         reasoning_first = self.block_reply_break == "message_end" and not added
         if self.reasoning_mode == "on" and self._on_block_reply is not None and reasoning_first:
             self._emit_reasoning_block(thinking)
-        if not has_tool_call and self._on_block_reply is not None and text:
-            if buffered:
-                self._flush_block_replies(notify=False)
-            elif self.block_reply_break == "message_end" and self._is_new_final_block(text):
-                msg.last_block_text = text
-                parsed = self._directives.consume(text, final=True)
-                if parsed is not None:
-                    self._deliver_block(parsed)
+        if pending_blocks:
+            for block in pending_blocks:
+                self._emit_block(block)
+        elif (
+            not has_tool_call
+            and self._on_block_reply is not None
+            and text
+            and self.block_reply_break == "message_end"
+            and self._is_new_final_block(text)
+        ):
+            msg.last_block_text = text
+            parsed = self._directives.consume(text, final=True)
+            if parsed is not None:
+                self._deliver_block(parsed)
         if self.reasoning_mode == "on" and self._on_block_reply is not None and not reasoning_first:
             self._emit_reasoning_block(thinking)
         if self._stream_reasoning and thinking:
@@ -674,9 +674,7 @@ class EmbeddedSubscription:
             if self._unflushed:
                 self._notify_flush()
         self._end_reasoning()
-        if self._chunker is not None:
-            self._chunker.reset()
-        self._block_parts.clear()
+        self._blocks.reset()
         self._tags.reset()
         msg.raw_parts = []
         msg.raw_len = 0

@@ -25,10 +25,12 @@ MAX_PENDING_TAG_CHARS = 256
 _TAG = re.compile(r"<\s*(/?)\s*(think(?:ing)?|thought|antthinking|final)(?=[\s/>])[^<>]*>", re.I)
 _TAG_HEAD = re.compile(r"<\s*/?\s*([A-Za-z]*)", re.S)
 _BLOCK_END = "\x1e"
-_SPECIAL = re.compile(r"[<`~\n]")
+_SPECIAL = re.compile(r"[<`~]")
+_LEADING_BLANK = re.compile(r"[ \t]*\n")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_FENCE_CLOSE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*(\n|\Z)", re.M)
 _TICKS = re.compile(r"`+")
 _TILDES = re.compile(r"~+")
-_FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\n")
 _MAYBE_FENCE_LINE = re.compile(r" {0,3}[`~]*[ \t]*\Z")
 
 
@@ -131,92 +133,37 @@ def _scan(text: str, state: BlockTagState, enforce: bool, final: bool) -> str:
     i = 0
     n = len(text)
     while i < n:
-        visible = not state.thinking and (state.final or not enforce)
         if state.thinking:
-            j = text.find("<", i)
-            if j < 0:
-                if state.collect_thinking:
-                    state.thinking_parts.append(text[i:])
-                _advance_indent(state, text[i:])
-                return "".join(out)
-            if state.collect_thinking and j > i:
-                state.thinking_parts.append(text[i:j])
-            _advance_indent(state, text[i:j])
-            match = _TAG.match(text, j)
-            if match is not None:
-                if match.group(1) and match.group(2).lower() != FINAL_TAG_NAME:
-                    state.thinking = False
-                    if state.collect_thinking:
-                        state.thinking_parts.append(_BLOCK_END)
-                i = match.end()
-                state.indent = -1
-                continue
-            if not final and _could_be_tag(text[j:]):
-                state.pending = text[j:]
-                return "".join(out)
-            if state.collect_thinking:
-                state.thinking_parts.append("<")
-            state.indent = -1
-            i = j + 1
+            i = _scan_thinking(text, i, state, final)
+            if i < 0:
+                break
             continue
-
+        visible = state.final or not enforce
         if state.fence:
-            if state.fence_opening_line or state.indent != 0:
-                j = text.find("\n", i)
-                if j < 0:
-                    if visible:
-                        out.append(text[i:])
-                    _advance_indent(state, text[i:])
-                    return "".join(out)
-                if visible:
-                    out.append(text[i : j + 1])
-                state.fence_opening_line = False
-                state.indent = 0
-                i = j + 1
-                continue
-            close = _FENCE_CLOSE.match(text, i)
-            if close is not None:
-                marker = close.group(1)
-                if marker[0] == state.fence[0] and len(marker) >= len(state.fence):
-                    state.fence = ""
-                if visible:
-                    out.append(text[i : close.end()])
-                state.indent = 0
-                i = close.end()
-                continue
-            if not final and "\n" not in text[i:] and _MAYBE_FENCE_LINE.match(text, i):
-                state.pending = text[i:]
-                return "".join(out)
-            state.indent = -1
+            i = _scan_fence(text, i, state, final, out if visible else None)
+            if i < 0:
+                break
             continue
-
-        match_special = _SPECIAL.search(text, i)
-        if match_special is None:
-            if visible:
-                out.append(text[i:])
-            _advance_indent(state, text[i:])
-            return "".join(out)
-        j = match_special.start()
+        found = _SPECIAL.search(text, i)
+        j = n if found is None else found.start()
         if j > i:
+            segment = text[i:j]
+            if state.inline_ticks and "\n" in segment and _has_blank_line(state, segment):
+                state.inline_ticks = 0  # a blank line ends an unclosed inline code span
             if visible:
-                out.append(text[i:j])
-            _advance_indent(state, text[i:j])
+                out.append(segment)
+            _advance_indent(state, segment)
+            i = j
+            if j == n:
+                break
         char = text[j]
-        if char == "\n":
-            if state.indent >= 0 and state.inline_ticks:
-                state.inline_ticks = 0  # a blank line ends any unclosed inline code span
-            if visible:
-                out.append("\n")
-            state.indent = 0
-            i = j + 1
-            continue
         if char == "`":
             run = _TICKS.match(text, j)
             assert run is not None
             end = run.end()
             if end == n and not final:
                 state.pending = text[j:]
-                return "".join(out)
+                break
             ticks = end - j
             if not state.inline_ticks and 0 <= state.indent <= 3 and ticks >= 3:
                 state.fence = run.group(0)
@@ -237,7 +184,7 @@ def _scan(text: str, state: BlockTagState, enforce: bool, final: bool) -> str:
             at_line_start = 0 <= state.indent <= 3 and not state.inline_ticks
             if at_line_start and end == n and not final:
                 state.pending = text[j:]
-                return "".join(out)
+                break
             if at_line_start and end - j >= 3:
                 state.fence = run.group(0)
                 state.fence_opening_line = True
@@ -247,13 +194,7 @@ def _scan(text: str, state: BlockTagState, enforce: bool, final: bool) -> str:
             i = end
             continue
         # char == "<"
-        if state.inline_ticks:
-            if visible:
-                out.append("<")
-            state.indent = -1
-            i = j + 1
-            continue
-        match = _TAG.match(text, j)
+        match = None if state.inline_ticks else _TAG.match(text, j)
         if match is not None:
             closing = bool(match.group(1))
             name = match.group(2).lower()
@@ -266,14 +207,91 @@ def _scan(text: str, state: BlockTagState, enforce: bool, final: bool) -> str:
             state.indent = -1
             i = match.end()
             continue
-        if not final and _could_be_tag(text[j:]):
+        if not state.inline_ticks and not final and _could_be_tag(text[j:]):
             state.pending = text[j:]
-            return "".join(out)
+            break
         if visible:
             out.append("<")
         state.indent = -1
         i = j + 1
     return "".join(out)
+
+
+def _has_blank_line(state: BlockTagState, segment: str) -> bool:
+    if state.indent >= 0 and _LEADING_BLANK.match(segment):
+        return True
+    return _BLANK_LINE.search(segment) is not None
+
+
+def _scan_thinking(text: str, i: int, state: BlockTagState, final: bool) -> int:
+    """Skip hidden reasoning from `i`; the index to go on from, or -1 when the text is used up."""
+    j = text.find("<", i)
+    if j < 0:
+        if state.collect_thinking:
+            state.thinking_parts.append(text[i:])
+        _advance_indent(state, text[i:])
+        return -1
+    if state.collect_thinking and j > i:
+        state.thinking_parts.append(text[i:j])
+    _advance_indent(state, text[i:j])
+    match = _TAG.match(text, j)
+    if match is not None:
+        if match.group(1) and match.group(2).lower() != FINAL_TAG_NAME:
+            state.thinking = False
+            if state.collect_thinking:
+                state.thinking_parts.append(_BLOCK_END)
+        state.indent = -1
+        return match.end()
+    if not final and _could_be_tag(text[j:]):
+        state.pending = text[j:]
+        return -1
+    if state.collect_thinking:
+        state.thinking_parts.append("<")
+    state.indent = -1
+    return j + 1
+
+
+def _scan_fence(text: str, i: int, state: BlockTagState, final: bool, out: list[str] | None) -> int:
+    """Pass fenced code through up to and including its closing line; -1 when used up."""
+    n = len(text)
+    if state.fence_opening_line or state.indent != 0:
+        newline = text.find("\n", i)
+        if newline < 0:
+            if out is not None:
+                out.append(text[i:])
+            _advance_indent(state, text[i:])
+            return -1
+        if out is not None:
+            out.append(text[i : newline + 1])
+        state.fence_opening_line = False
+        state.indent = 0
+        i = newline + 1
+        if i == n:
+            return -1
+    # At a line start: look for the closing fence line directly.
+    for close in _FENCE_CLOSE_LINE.finditer(text, i):
+        marker = close.group(1)
+        if marker[0] != state.fence[0] or len(marker) < len(state.fence):
+            continue
+        if not close.group(2) and not final:
+            break  # a possible closing line that has not ended yet: hold it back
+        if out is not None:
+            out.append(text[i : close.end()])
+        state.fence = ""
+        state.indent = 0 if close.group(2) else -1
+        return close.end()
+    last_newline = text.rfind("\n", i)
+    line_start = i if last_newline < 0 else last_newline + 1
+    if not final and line_start < n and _MAYBE_FENCE_LINE.match(text, line_start):
+        if out is not None:
+            out.append(text[i:line_start])
+        state.indent = 0
+        state.pending = text[line_start:]
+        return -1
+    if out is not None:
+        out.append(text[i:])
+    _advance_indent(state, text[i:])
+    return -1
 
 
 def strip_thinking_tags(text: str) -> str:
