@@ -12,6 +12,7 @@ to name.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import ipaddress
 import re
@@ -19,8 +20,9 @@ from urllib.parse import urlsplit
 
 SILENT_REPLY_TOKEN = "NO_REPLY"
 
-_MEDIA_LINE = re.compile(r"^[ \t]*MEDIA:[ \t]*(.*)$", re.IGNORECASE)
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_MEDIA_HINT = re.compile(r"media:", re.IGNORECASE)
+_MEDIA_LINES = re.compile(r"^[ \t]*MEDIA:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
+_FENCE_LINES = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
 _INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
 _DIRECTIVE = re.compile(
     r"\[\[\s*(?:"
@@ -90,72 +92,69 @@ def _clean_token(token: str) -> str:
 
 def split_media_from_output(raw: str) -> tuple[str, list[str]]:
     """Remove valid `MEDIA:` lines (outside code fences); returns (text, media)."""
-    if "media:" not in raw.lower():
+    if not _MEDIA_HINT.search(raw):
         return raw, []
+    fences = _fence_ranges(raw) if ("```" in raw or "~~~" in raw) else []
     media: list[str] = []
-    kept: list[str] = []
-    fence = ""
-    for line in raw.split("\n"):
-        fence_match = _FENCE_LINE.match(line)
-        if fence_match:
-            marker = fence_match.group(1)
-            if not fence:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence):
-                fence = ""
-            kept.append(line)
+    out: list[str] = []
+    pos = 0
+    for match in _MEDIA_LINES.finditer(raw):
+        if fences and _inside(fences, match.start()):
             continue
-        match = None if fence else _MEDIA_LINE.match(line)
-        if match is None:
-            kept.append(line)
-            continue
-        tokens = [_clean_token(t) for t in match.group(1).split()]
-        tokens = [t for t in tokens if t]
+        tokens = [t for t in (_clean_token(t) for t in match.group(1).split()) if t]
         valid = [t for t in tokens if is_valid_media_source(t)]
-        invalid = [t for t in tokens if not is_valid_media_source(t)]
-        media.extend(valid)
         if not valid:
-            kept.append(line)
-        elif invalid:
-            kept.append("MEDIA: " + " ".join(invalid))
-    return "\n".join(kept), media
+            continue  # nothing usable: the line stays as the model wrote it
+        media.extend(valid)
+        out.append(raw[pos : match.start()])
+        invalid = [t for t in tokens if t not in valid]
+        if invalid:
+            out.append("MEDIA: " + " ".join(invalid))
+            pos = match.end()
+        else:  # drop the line and its line break
+            pos = match.end() + 1 if raw.startswith("\n", match.end()) else match.end()
+    if not out:
+        return raw, media
+    out.append(raw[pos:])
+    return "".join(out), media
+
+
+def _fence_ranges(text: str) -> list[tuple[int, int]]:
+    """Character ranges of fenced code blocks (an unclosed fence runs to the end)."""
+    ranges: list[tuple[int, int]] = []
+    fence = ""
+    fence_start = 0
+    for match in _FENCE_LINES.finditer(text):
+        marker = match.group(1)
+        if not fence:
+            fence, fence_start = marker, match.start()
+        elif marker[0] == fence[0] and len(marker) >= len(fence) and not match.group(2).strip():
+            ranges.append((fence_start, match.end()))
+            fence = ""
+    if fence:
+        ranges.append((fence_start, len(text)))
+    return ranges
 
 
 def _code_ranges(text: str) -> list[tuple[int, int]]:
     """Character ranges of fenced blocks and inline code spans, where directives are text."""
+    fences = _fence_ranges(text) if ("```" in text or "~~~" in text) else []
+    if "`" not in text:
+        return fences
     ranges: list[tuple[int, int]] = []
-    fence = ""
-    fence_start = 0
-    pos = 0
     prose_start = 0
-    for line in text.split("\n"):
-        end = pos + len(line)
-        match = _FENCE_LINE.match(line)
-        if match:
-            marker = match.group(1)
-            if not fence:
-                _inline_ranges(text, prose_start, pos, ranges)
-                fence, fence_start = marker, pos
-            elif marker[0] == fence[0] and len(marker) >= len(fence) and not match.group(2).strip():
-                ranges.append((fence_start, end))
-                fence = ""
-                prose_start = end
-        pos = end + 1
-    if fence:
-        ranges.append((fence_start, len(text)))
-    else:
-        _inline_ranges(text, prose_start, len(text), ranges)
+    for start, end in fences:
+        ranges.extend(m.span() for m in _INLINE_CODE.finditer(text, prose_start, start))
+        ranges.append((start, end))
+        prose_start = end
+    ranges.extend(m.span() for m in _INLINE_CODE.finditer(text, prose_start))
     return ranges
 
 
-def _inline_ranges(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
-    if "`" not in text[start:end]:
-        return
-    out.extend(m.span() for m in _INLINE_CODE.finditer(text, start, end))
-
-
 def _inside(ranges: list[tuple[int, int]], at: int) -> bool:
-    return any(s <= at < e for s, e in ranges)
+    """Whether `at` falls in one of the sorted, disjoint `ranges`."""
+    i = bisect.bisect_right(ranges, (at, 1 << 62)) - 1
+    return i >= 0 and ranges[i][0] <= at < ranges[i][1]
 
 
 _SPACES = re.compile(r"(?<=\S)[ \t]{2,}")
