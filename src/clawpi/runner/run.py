@@ -149,6 +149,33 @@ async def _sleep_abortable(ms: int, signal: AbortSignal | None) -> None:
     raise asyncio.CancelledError("Operation aborted")
 
 
+_REGISTRY_FILES = ("auth.json", "models.json")
+_registries: dict[Path, tuple[tuple[tuple[int, int] | None, ...], ModelRegistry]] = {}
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def agent_model_registry(agent_dir: Path) -> ModelRegistry:
+    """The agent dir's model registry (catalog, models.json, auth.json keys), reused across runs
+    until either file changes: building it takes a file lock and reparses both files, which
+    would otherwise be paid on every inbound message."""
+    stamp = tuple(_file_stamp(agent_dir / name) for name in _REGISTRY_FILES)
+    cached = _registries.get(agent_dir)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    registry = ModelRegistry.for_agent_dir(AuthStorage.for_agent_dir(agent_dir), agent_dir)
+    # AuthStorage creates auth.json when it is missing: stamp what is there now.
+    stamp = tuple(_file_stamp(agent_dir / name) for name in _REGISTRY_FILES)
+    _registries[agent_dir] = (stamp, registry)
+    return registry
+
+
 async def run_embedded_agent(
     session_id: str,
     session_key: str | None,
@@ -294,8 +321,7 @@ class _Runner:
     # -- per model -------------------------------------------------------------------------
 
     def _resolve(self, provider: str, model_id: str) -> tuple[Model, ModelRegistry]:
-        auth = AuthStorage.for_agent_dir(self.agent_dir)
-        registry = ModelRegistry.for_agent_dir(auth, self.agent_dir)
+        registry = agent_model_registry(self.agent_dir)
         model, error = resolve_model(provider, model_id, registry, self.config)
         if model is None:
             raise FailoverError(

@@ -1,0 +1,266 @@
+"""Runner overhead per turn and throughput of many concurrent sessions.
+
+1. Overhead: `run_embedded_agent` turns, one after another, on the scripted faux provider
+   (zero delay, a short text answer), with tools on (the coding tools are built per attempt as
+   in production). For every turn the bench times the whole call, the time spent inside the
+   faux provider's own stream steps (the "model"), and the time spent in `os.fsync` (the session
+   file is fsynced on each append). Overhead = total - model - fsync. Reported for a fresh
+   session (turn 1) and for turns 2..N of a session whose history grows.
+   Target: overhead under 2 ms per turn, plus the session fsyncs.
+
+2. Throughput: 100 and 1,000 sessions submitted at once, one turn each, with the global lane
+   capped (`agents.defaults.maxConcurrent`), each measured in a fresh subprocess so its peak
+   RSS (`resource.getrusage`) belongs to that scenario alone. Once with a zero-delay model
+   (the runner's own CPU cost bounds throughput) and once with a model answering in ~50 ms.
+
+    python bench/bench_runner.py [--turns 200] [--cap 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from clawpi.ai.stream import ApiProvider, get_api_provider, register_api_provider
+from clawpi.runner import run_embedded_agent
+from clawpi.runner.lanes import CommandQueue
+from clawpi.testing import FunctionProvider
+from clawpi.testing.faux import FauxResponse, faux_text
+
+ANSWER = "Sure - here is a short answer to your question."
+
+
+class Clock:
+    model_s = 0.0
+    fsync_s = 0.0
+    fsyncs = 0
+
+
+def instrument() -> None:
+    """Time the scripted provider's own stream steps and every fsync."""
+    inner = get_api_provider("function")
+    assert inner is not None
+
+    async def timed(model: Any, context: Any, options: Any) -> AsyncIterator[Any]:
+        started = time.perf_counter()
+        events = inner.stream(model, context, options)
+        Clock.model_s += time.perf_counter() - started
+        while True:
+            started = time.perf_counter()
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
+                Clock.model_s += time.perf_counter() - started
+                return
+            Clock.model_s += time.perf_counter() - started
+            yield event
+
+    register_api_provider(ApiProvider(api="function", stream=timed))
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        started = time.perf_counter()
+        real_fsync(fd)
+        Clock.fsync_s += time.perf_counter() - started
+        Clock.fsyncs += 1
+
+    os.fsync = fsync
+
+
+def make_env(root: Path, delay_s: float, cap: int) -> tuple[FunctionProvider, dict[str, Any]]:
+    async def answer(_context: Any, _options: Any) -> FauxResponse:
+        if delay_s:
+            await asyncio.sleep(delay_s)  # the model "thinking" before the first token
+        return FauxResponse(content=[faux_text(ANSWER)])
+
+    provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
+    config = {
+        "models": {
+            "providers": {
+                "faux": {
+                    "api": provider.model.api,
+                    "baseUrl": provider.model.base_url,
+                    "apiKey": "x",
+                    "models": [{"id": "faux-1"}],
+                }
+            }
+        },
+        "agents": {"defaults": {"model": {"primary": "faux/faux-1"}, "maxConcurrent": cap}},
+    }
+    (root / "workspace").mkdir(parents=True, exist_ok=True)
+    return provider, config
+
+
+async def one_turn(
+    root: Path, config: dict[str, Any], name: str, prompt: str, queue: CommandQueue
+) -> str:
+    result = await run_embedded_agent(
+        session_id=name,
+        session_key=f"agent:main:bench:{name}",
+        session_file=root / "sessions" / f"{name}.jsonl",
+        workspace_dir=root / "workspace",
+        config=config,
+        prompt=prompt,
+        timeout_ms=600_000,
+        run_id=f"{name}-{prompt}",
+        agent_dir=root / "agent",
+        run_queue=queue,
+    )
+    return result.payloads[0].text or ""
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def overhead(turns: int) -> list[tuple[str, dict[str, float]]]:
+    instrument()
+    rows: list[tuple[str, dict[str, float]]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _provider, config = make_env(root, 0.0, 4)
+        queue = CommandQueue()
+        for i in range(5):  # warm up: imports, first client, caches
+            await one_turn(root, config, f"warm{i}", "hello", queue)
+        samples: dict[str, list[tuple[float, float, float, int, float]]] = {
+            "fresh": [],
+            "grown": [],
+        }
+        for i in range(turns):
+            for kind, name in (("fresh", f"fresh{i}"), ("grown", "long")):
+                Clock.model_s = Clock.fsync_s = 0.0
+                Clock.fsyncs = 0
+                started = time.perf_counter()
+                cpu = time.process_time()
+                text = await one_turn(root, config, name, f"question {i}", queue)
+                total = time.perf_counter() - started
+                cpu = time.process_time() - cpu
+                assert text == ANSWER, text
+                samples[kind].append((total, Clock.model_s, Clock.fsync_s, Clock.fsyncs, cpu))
+        labels = (("fresh", "new session, turn 1"), ("grown", f"one session, turns 1..{turns}"))
+        for kind, label in labels:
+            data = samples[kind]
+            total_ms = [d[0] * 1000 for d in data]
+            model_ms = [d[1] * 1000 for d in data]
+            fsync_ms = [d[2] * 1000 for d in data]
+            over_ms = [(d[0] - d[1] - d[2]) * 1000 for d in data]
+            cpu_over_ms = [(d[4] - d[1]) * 1000 for d in data]
+            rows.append(
+                (
+                    label,
+                    {
+                        "total_med": statistics.median(total_ms),
+                        "model_med": statistics.median(model_ms),
+                        "fsync_med": statistics.median(fsync_ms),
+                        "fsyncs": statistics.median([d[3] for d in data]),
+                        "cpu_med": statistics.median(cpu_over_ms),
+                        "cpu_p99": pct(cpu_over_ms, 0.99),
+                        "over_med": statistics.median(over_ms),
+                        "over_p99": pct(over_ms, 0.99),
+                    },
+                )
+            )
+    return rows
+
+
+async def throughput_child(sessions: int, cap: int, delay_s: float) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _provider, config = make_env(root, delay_s, cap)
+        queue = CommandQueue()
+        await one_turn(root, config, "warm", "hello", queue)
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        started = time.perf_counter()
+        texts = await asyncio.gather(
+            *(one_turn(root, config, f"s{i}", f"question {i}", queue) for i in range(sessions))
+        )
+        elapsed = time.perf_counter() - started
+        assert all(text == ANSWER for text in texts)
+        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "turns_per_s": sessions / elapsed,
+        "elapsed_s": elapsed,
+        "peak_rss_mb": peak_kb / 1024,
+        "rss_growth_mb": (peak_kb - rss_before) / 1024,
+    }
+
+
+def throughput(sessions: int, cap: int, delay_s: float) -> dict[str, float]:
+    completed = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            json.dumps({"sessions": sessions, "cap": cap, "delay": delay_s}),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, float] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--cap", type=int, default=16)
+    parser.add_argument("--child")
+    args = parser.parse_args()
+    if args.child:
+        spec = json.loads(args.child)
+        outcome = asyncio.run(throughput_child(spec["sessions"], spec["cap"], spec["delay"]))
+        print(json.dumps(outcome))
+        return
+
+    rows = asyncio.run(overhead(args.turns))
+    print(f"runner overhead per turn ({args.turns} turns each; ms)")
+    header = (
+        f"{'scenario':<30}{'total':>7}{'model':>7}{'fsync':>7}{'#fsync':>7}"
+        f"{'over med':>10}{'over p99':>10}{'cpu med':>9}{'cpu p99':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for label, r in rows:
+        print(
+            f"{label:<30}{r['total_med']:>7.2f}{r['model_med']:>7.2f}{r['fsync_med']:>7.2f}"
+            f"{r['fsyncs']:>7.0f}{r['over_med']:>10.2f}{r['over_p99']:>10.2f}"
+            f"{r['cpu_med']:>9.2f}{r['cpu_p99']:>9.2f}"
+        )
+    print(
+        "over = wall total - model - fsync (other file I/O such as lock-file opens stays in);\n"
+        "cpu = process CPU time - model (I/O waits excluded). Target: over < 2 ms."
+    )
+    print()
+    print(f"throughput, one turn per session, global cap {args.cap}")
+    header = (
+        f"{'sessions':>9}{'model delay':>13}{'turns/s':>10}{'wall s':>9}"
+        f"{'peak RSS MB':>13}{'growth MB':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    for sessions in (100, 1000):
+        for delay in (0.0, 0.05):
+            r = throughput(sessions, args.cap, delay)
+            print(
+                f"{sessions:>9}{delay * 1000:>11.0f}ms{r['turns_per_s']:>10.1f}"
+                f"{r['elapsed_s']:>9.2f}{r['peak_rss_mb']:>13.1f}{r['rss_growth_mb']:>11.1f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
