@@ -487,3 +487,36 @@ async def test_real_error_stream_gives_error_payload() -> None:
         payloads[0].text
         == "The AI service is temporarily overloaded. Please try again in a moment."
     )
+
+
+def test_unsubscribe_aborts_a_compaction_nobody_waits_for() -> None:
+    class Session(Emitter):
+        aborted = 0
+
+        def abort_compaction(self) -> None:
+            self.aborted += 1
+
+    session = Session()
+    sub = subscribe_embedded_session(session, "r")
+    session.emit({"type": "auto_compaction_start", "reason": "threshold"})
+    sub.unsubscribe()
+    sub.unsubscribe()
+    assert session.aborted == 1
+    session.emit({"type": "auto_compaction_end", "willRetry": False})
+    assert sub.compaction_count == 0
+
+
+def test_bad_events_are_ignored() -> None:
+    emitter, sub, blocks = collect()
+    for bad in [
+        None,
+        "text",
+        {"type": 3},
+        {"type": "message_update"},
+        {"type": "message_end", "message": "x"},
+    ]:
+        emitter.emit(bad)  # type: ignore[arg-type]
+    emitter.emit({"type": "message_update", "message": assistant(), "assistantMessageEvent": None})
+    emitter.replay(text_message_events("Still fine."))
+    assert block_texts(blocks) == ["Still fine."]
+    assert sub.assistant_texts == ["Still fine."]

@@ -234,6 +234,7 @@ class EmbeddedSubscription:
         self._unsubscribed = False
         self._deliveries = OrderedDelivery()
         self._unflushed = 0
+        self._session = session
         self._unsubscribe_source = session.subscribe(self.handle_event)
 
     # -- public state ----------------------------------------------------------------------
@@ -288,6 +289,12 @@ class EmbeddedSubscription:
         self._compaction_waiter = None
         if waiter is not None and not waiter.done():
             waiter.set_exception(AbortedError("Unsubscribed during compaction"))
+        abort = getattr(self._session, "abort_compaction", None)
+        if self._compaction_in_flight and callable(abort):
+            try:
+                abort()  # nobody waits for it any more: do not leave it running
+            except Exception:
+                log.warning("aborting compaction on unsubscribe failed", exc_info=True)
         self._unsubscribe_source()
 
     # -- dispatch --------------------------------------------------------------------------
