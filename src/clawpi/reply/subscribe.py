@@ -62,6 +62,14 @@ from clawpi.reply.text import (
     promote_thinking_tags_to_blocks,
     strip_downgraded_tool_call_text,
 )
+from clawpi.reply.tool_events import (
+    MESSAGING_TOOL_NAMES,
+    is_mutating_tool_call,
+    messaging_tool_send,
+    sanitize_tool_result,
+    tool_result_status,
+    tool_result_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +79,6 @@ AgentEventDict: TypeAlias = Mapping[str, Any]
 Callback: TypeAlias = Callable[[Any], Any]
 
 MAX_MESSAGING_SENT_ENTRIES = 200
-MAX_TOOL_EVENT_TEXT_CHARS = 8000
-MESSAGING_TOOL_NAMES = frozenset({"message", "sessions_send"})
-_MESSAGING_SEND_ACTIONS = frozenset({"send", "reply", "thread-reply", "threadreply", "sendmessage"})
-_MUTATING_TOOLS = frozenset(
-    {"write", "edit", "apply_patch", "exec", "bash", "message", "sessions_send"}
-)
-_READ_ONLY_PROCESS_ACTIONS = frozenset({"list", "poll", "log", "status"})
 
 
 class EventSource(Protocol):
@@ -760,12 +761,12 @@ class EmbeddedSubscription:
             self._tool_summaries_sent.add(call_id)
             self._tool_result(name, format_tool_summary(name, meta, self.markdown))
         if name in self.messaging_tool_names and isinstance(args, Mapping):
-            pending = _messaging_send(name, args)
+            pending = messaging_tool_send(name, args)
             if pending is not None:
                 self._pending_messaging[call_id] = pending
 
     def _handle_tool_update(self, event: AgentEventDict) -> None:
-        partial = _sanitize_result(event.get("partialResult"))
+        partial = sanitize_tool_result(event.get("partialResult"))
         self._agent_event(
             "tool",
             {
@@ -781,8 +782,8 @@ class EmbeddedSubscription:
         call_id = str(event.get("toolCallId") or "")
         result = event.get("result")
         args = self._tool_args.pop(call_id, event.get("args"))
-        is_error = bool(event.get("isError")) or _result_status(result) == "error"
-        text = _result_text(result)
+        is_error = bool(event.get("isError")) or tool_result_status(result) == "error"
+        text = tool_result_text(result)
         meta = infer_tool_meta_from_args(name, args)
         fingerprint = tool_action_fingerprint(name, args)
         self._agent_event(
@@ -792,7 +793,7 @@ class EmbeddedSubscription:
                 "name": name,
                 "toolCallId": call_id,
                 "isError": is_error,
-                "result": _sanitize_result(result),
+                "result": sanitize_tool_result(result),
             },
         )
         if is_error:
@@ -800,7 +801,7 @@ class EmbeddedSubscription:
                 tool_name=name,
                 error=text or None,
                 meta=meta,
-                mutating_action=_is_mutating(name, args),
+                mutating_action=is_mutating_tool_call(name, args),
                 action_fingerprint=fingerprint,
                 messaging=name in self.messaging_tool_names,
             )
@@ -908,95 +909,3 @@ def _strip_trailing_directive(text: str) -> str:
     if open_at < 0:
         return text[:-1] if text.endswith("[") else text
     return text if "]]" in text[open_at:] else text[:open_at]
-
-
-def _result_text(result: Any) -> str:
-    if isinstance(result, str):
-        return result
-    if not isinstance(result, Mapping):
-        return ""
-    content = result.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(
-        b["text"]
-        for b in content
-        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    )
-
-
-def _result_status(result: Any) -> str | None:
-    """`status` of a tool result's details (or of JSON text content), e.g. "error"."""
-    if not isinstance(result, Mapping):
-        return None
-    details = result.get("details")
-    if isinstance(details, Mapping) and isinstance(details.get("status"), str):
-        return str(details["status"])
-    text = _result_text(result).strip()
-    if text.startswith("{") and '"status"' in text:
-        import orjson
-
-        try:
-            parsed = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return None
-        if isinstance(parsed, dict) and isinstance(parsed.get("status"), str):
-            return str(parsed["status"])
-    return None
-
-
-def _sanitize_result(result: Any) -> Any:
-    """A tool result fit for an event: long text truncated, image data dropped."""
-    if not isinstance(result, Mapping):
-        return result
-    content = result.get("content")
-    if not isinstance(content, list):
-        return dict(result)
-    clean: list[Any] = []
-    for block in content:
-        if isinstance(block, Mapping) and block.get("type") == "image":
-            clean.append({"type": "image", "mimeType": block.get("mimeType"), "omitted": True})
-        elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
-            text = block["text"]
-            if len(text) > MAX_TOOL_EVENT_TEXT_CHARS:
-                text = text[:MAX_TOOL_EVENT_TEXT_CHARS] + "…(truncated)"
-            clean.append({**block, "text": text})
-        else:
-            clean.append(block)
-    return {**result, "content": clean}
-
-
-def _is_mutating(tool_name: str, args: Any) -> bool:
-    name = tool_name.lower()
-    if name == "process":
-        action = str(args.get("action", "")).lower() if isinstance(args, Mapping) else ""
-        return action not in _READ_ONLY_PROCESS_ACTIONS
-    return name in _MUTATING_TOOLS
-
-
-def _messaging_send(
-    tool_name: str, args: Mapping[str, Any]
-) -> tuple[str | None, dict[str, Any] | None, list[str]] | None:
-    """(text, target, media) a messaging tool call is about to send, or None for other actions."""
-    action = str(args.get("action") or "send").lower()
-    if tool_name == "message" and action not in _MESSAGING_SEND_ACTIONS:
-        return None
-    text = next(
-        (args[k] for k in ("message", "text", "content") if isinstance(args.get(k), str)), None
-    )
-    target_keys = ("to", "target", "channel", "threadId", "sessionKey", "provider", "accountId")
-    target = {k: args[k] for k in target_keys if args.get(k) is not None} or None
-    if target is not None:
-        target["tool"] = tool_name
-    media: list[str] = []
-    for key in ("media", "mediaUrl", "mediaUrls", "media_urls", "path"):
-        value = args.get(key)
-        if isinstance(value, str) and value:
-            media.append(value)
-        elif isinstance(value, list):
-            media.extend(v for v in value if isinstance(v, str) and v)
-    if not text and not media:
-        return None
-    return text, target, media
