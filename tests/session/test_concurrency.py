@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from clawpi.session import FileSessionLock, SessionManager, repair_session_file
-from clawpi.session.lock import IDLE_DESCRIPTORS
+from clawpi.session.lock import IDLE_DESCRIPTORS, read_lock_owner
 from tests.session._children import append_n, fork
 
 WRITERS = 4
@@ -100,3 +100,5 @@ def test_lock_descriptors_stay_bounded_across_many_sessions(tmp_path: Path) -> N
         with FileSessionLock(tmp_path / f"s{index}.jsonl"):
             pass
     assert len(os.listdir("/proc/self/fd")) <= fds_before + IDLE_DESCRIPTORS
+    owner = read_lock_owner(tmp_path / "s0.jsonl.lock")
+    assert owner is not None and owner["released"] is True

@@ -9,9 +9,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import orjson
 import pytest
 
 from clawpi.session import FileSessionLock, SessionLockTimeout
+from clawpi.session.entries import now_iso
 from clawpi.session.lock import read_lock_owner
 
 _HOLDER = textwrap.dedent(
@@ -66,11 +68,13 @@ def test_held_lock_times_out_with_the_holder_pid(tmp_path: Path) -> None:
 def test_lock_of_a_killed_process_does_not_block_the_next_writer(tmp_path: Path) -> None:
     child = _hold_in_child(tmp_path / "s.jsonl")
     child.send_signal(signal.SIGKILL)
-    child.wait()
-    assert (tmp_path / "s.jsonl.lock").exists()  # the file stays; the kernel lock is gone
-    lock = FileSessionLock(tmp_path / "s.jsonl", timeout=0.5)
+    # not reaped yet: a zombie still answers kill(pid, 0), its record must not count
+    lock = FileSessionLock(tmp_path / "s.jsonl", timeout=5)
     lock.acquire()
+    owner = read_lock_owner(lock.lock_path)
+    assert owner is not None and owner["pid"] == os.getpid()
     lock.release()
+    child.wait()
 
 
 def test_sigterm_releases_the_lock(tmp_path: Path) -> None:
@@ -79,3 +83,27 @@ def test_sigterm_releases_the_lock(tmp_path: Path) -> None:
     assert child.wait() == -signal.SIGTERM
     with FileSessionLock(tmp_path / "s.jsonl", timeout=0.5):
         pass
+
+
+def _write_record(lock_path: Path, pid: int) -> None:
+    lock_path.write_bytes(orjson.dumps({"pid": pid, "createdAt": now_iso()}))
+
+
+def test_lock_held_by_a_writer_that_does_not_use_flock_is_respected(tmp_path: Path) -> None:
+    """OpenClaw locks by creating the lock file exclusively; while its (live) owner is
+    named there, clawpi waits."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        _write_record(tmp_path / "s.jsonl.lock", sleeper.pid)
+        with pytest.raises(SessionLockTimeout, match=f"pid={sleeper.pid}"):
+            FileSessionLock(tmp_path / "s.jsonl", timeout=0.2).acquire()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    with FileSessionLock(tmp_path / "s.jsonl", timeout=0.5):  # its owner is gone now
+        owner = read_lock_owner(tmp_path / "s.jsonl.lock")
+        assert owner is not None and owner["pid"] == os.getpid() and "released" not in owner
+    # released: the record says so, and carries a start time no live process has, so
+    # OpenClaw's lock (which checks for pid reuse) does not wait for it
+    owner = read_lock_owner(tmp_path / "s.jsonl.lock")
+    assert owner is not None and owner["released"] is True and owner["starttime"] == 0

@@ -25,6 +25,7 @@ from typing import Final, Protocol, runtime_checkable
 import orjson
 
 from clawpi.errors import ClawpiError
+from clawpi.session.context import iso_to_ms
 from clawpi.session.entries import now_iso
 
 LOCK_TIMEOUT_S: Final = 10.0
@@ -75,14 +76,62 @@ def read_lock_owner(lock_path: str | os.PathLike[str]) -> dict[str, object] | No
     return data if isinstance(data, dict) else None
 
 
-_RECORD_BYTES: Final = 96
+_RECORD_BYTES: Final = 128
 """The owner record is padded to a fixed width and overwritten in place: truncating the lock
 file on every acquisition would cost a journal commit on ext4."""
+
+
+STALE_RECORD_S: Final = 30 * 60
+"""A record of a live process that does not hold the OS lock is respected this long."""
 
 
 def _record_owner(fd: int) -> None:
     record = orjson.dumps({"pid": os.getpid(), "createdAt": now_iso()})
     os.pwrite(fd, record.ljust(_RECORD_BYTES), 0)
+
+
+def _record_release(fd: int) -> None:
+    """Mark the record released. The file stays (recreating it per append would cost a
+    directory update each time); `starttime: 0` never matches a live process, so a reader
+    that checks for pid reuse (OpenClaw's lock) treats it as free at once."""
+    record = orjson.dumps(
+        {"pid": os.getpid(), "createdAt": now_iso(), "starttime": 0, "released": True}
+    )
+    os.pwrite(fd, record.ljust(_RECORD_BYTES), 0)
+
+
+def _held_without_flock(fd: int) -> bool:
+    """Whether the lock file names another live process, recently: a writer that locks by
+    creating the file exclusively (OpenClaw does) rather than with flock. Records of dead
+    processes (a clawpi writer that was killed) are ignored: the kernel freed their lock."""
+    try:
+        record = orjson.loads(os.pread(fd, 512, 0) or b"{}")
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(record, dict) or record.get("released"):
+        return False
+    pid = record.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
+        return False
+    created = iso_to_ms(record.get("createdAt"))
+    if created is None or time.time() * 1000 - created > STALE_RECORD_S * 1000:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """A killed process its parent has not reaped yet still answers kill(pid, 0)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] == "Z"
 
 
 @dataclass(slots=True)
@@ -176,6 +225,10 @@ def _try_lock(path: str) -> tuple[int, int] | None:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
         return _try_lock(path) if os.path.exists(path) else None
+    if _held_without_flock(fd):  # e.g. OpenClaw, which locks by creating the file
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        _park(path, fd, inode)
+        return None
     _record_owner(fd)
     return fd, inode
 
@@ -246,6 +299,7 @@ class FileSessionLock:
         if hold.count == 0:
             with _holds_lock:
                 _holds.pop(hold_key, None)
+            _record_release(hold.fd)
             fcntl.flock(hold.fd, fcntl.LOCK_UN)
             _park(self._key, hold.fd, hold.inode)
 
@@ -269,6 +323,7 @@ def release_all_locks() -> None:
         _holds.clear()
     for hold in holds:
         with contextlib.suppress(OSError):
+            _record_release(hold.fd)
             _unlock(hold.fd)
 
 
