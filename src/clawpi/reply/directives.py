@@ -92,7 +92,9 @@ def _clean_token(token: str) -> str:
 
 def split_media_from_output(raw: str) -> tuple[str, list[str]]:
     """Remove valid `MEDIA:` lines (outside code fences); returns (text, media)."""
-    if not _MEDIA_HINT.search(raw):
+    # "media:" ends in "a:" whatever its case; plain substring tests are far cheaper than a
+    # case-insensitive search, and most blocks have neither.
+    if ("a:" not in raw and "A:" not in raw) or not _MEDIA_HINT.search(raw):
         return raw, []
     fences = _fence_ranges(raw) if ("```" in raw or "~~~" in raw) else []
     media: list[str] = []
