@@ -104,8 +104,11 @@ def _held_without_flock(fd: int) -> bool:
     """Whether the lock file names another live process, recently: a writer that locks by
     creating the file exclusively (OpenClaw does) rather than with flock. Records of dead
     processes (a clawpi writer that was killed) are ignored: the kernel freed their lock."""
+    raw = os.pread(fd, 512, 0)
+    if not raw.strip() or b'"released":true' in raw:  # the common case: nobody named
+        return False
     try:
-        record = orjson.loads(os.pread(fd, 512, 0) or b"{}")
+        record = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return False
     if not isinstance(record, dict) or record.get("released"):
