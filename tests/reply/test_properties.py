@@ -17,6 +17,7 @@ from clawpi.reply import (
     parse_reply_directives,
     strip_block_tags,
 )
+from clawpi.reply.pipeline import BlockReplyPipeline
 
 # Hypothesis' failure report touches a deprecated mypy_extensions name; with warnings as errors
 # that would hide the falsifying example behind an INTERNALERROR.
@@ -236,6 +237,27 @@ def test_directives_never_reach_the_user_and_words_arrive_once(case: tuple[Doc, 
     assert len(tokens) == len(set(tokens))
     assert sorted(tokens, key=lambda t: int(t[1:])) == tokens
     assert set(tokens) == set(doc.words)
+
+
+@PROPERTY_SETTINGS
+@given(cut_documents(), st.integers(20, 200), st.integers(0, 200), st.booleans())
+def test_deferred_pipeline_keeps_every_block_invariant(
+    case: tuple[Doc, list[str]], min_chars: int, extra: int, per_paragraph: bool
+) -> None:
+    doc, deltas = case
+    max_chars = max(60, min_chars + extra)
+    chunker = BlockChunker(min_chars, max_chars, flush_on_paragraph=per_paragraph)
+    pipeline = BlockReplyPipeline(chunker)
+    blocks: list[str] = []
+    for delta in deltas:
+        blocks += pipeline.push(delta)
+    blocks += pipeline.flush()
+    assert not pipeline.has_buffered()
+    for block in blocks:
+        assert HIDDEN not in block
+        assert len(block) <= max_chars or _FENCE_LINE.fullmatch(block.split("\n")[0]) is not None
+        assert fences_balanced(block), block
+    assert squash("\n".join(blocks)) == squash(doc.visible)
 
 
 def _strip_fenced(text: str) -> str:

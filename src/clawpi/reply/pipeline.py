@@ -15,6 +15,7 @@ from clawpi.reply.chunker import BlockChunker
 from clawpi.reply.tags import BlockTagState, finish_block_tags, strip_block_tags
 
 _NONE: tuple[str, ...] = ()
+_STOPS = frozenset(".!?")
 
 
 class BlockReplyPipeline:
@@ -42,12 +43,16 @@ class BlockReplyPipeline:
         self._raw: list[str] = []
         self._raw_len = 0
         self._visible: list[str] = []
+        self._after_stop = False
+        self._hard_threshold = 1 << 62
         self._threshold = self._compute_threshold()
 
     def _compute_threshold(self) -> int:
         chunker = self.chunker
         if not self.stream or chunker is None:
+            self._hard_threshold = 1 << 62
             return 1 << 62
+        self._hard_threshold = max(1, chunker.max_chars - chunker.size)
         if chunker.flush_on_paragraph:
             return 1
         return max(1, chunker.min_chars - chunker.size)
@@ -57,6 +62,19 @@ class BlockReplyPipeline:
         self._raw.append(delta)
         self._raw_len += len(delta)
         if self._raw_len < self._threshold:
+            return _NONE
+        # Past min_chars a block ends only at a newline or a sentence end (or at max_chars):
+        # a delta with neither cannot finish one, so it waits with the others.
+        after_stop = self._after_stop
+        self._after_stop = delta[-1:] in _STOPS
+        if (
+            self._raw_len < self._hard_threshold
+            and "\n" not in delta
+            and not (after_stop and delta[:1].isspace())
+            and "." not in delta
+            and "!" not in delta
+            and "?" not in delta
+        ):
             return _NONE
         return self._process(False)
 
@@ -76,6 +94,7 @@ class BlockReplyPipeline:
         self.tags.reset()
         if self.chunker is not None:
             self.chunker.reset()
+        self._after_stop = False
         self._threshold = self._compute_threshold()
 
     def _process(self, force: bool) -> Sequence[str]:
