@@ -23,7 +23,7 @@ SILENT_REPLY_TOKEN = "NO_REPLY"
 _MEDIA_HINT = re.compile(r"media:", re.IGNORECASE)
 _MEDIA_LINES = re.compile(r"^[ \t]*MEDIA:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
 _FENCE_LINES = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
-_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
 _DIRECTIVE = re.compile(
     r"\[\[\s*(?:"
     r"(?P<voice>audio_as_voice|voice)"
