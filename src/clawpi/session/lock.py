@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import functools
 import os
 import signal
 import threading
@@ -86,7 +87,7 @@ STALE_RECORD_S: Final = 30 * 60
 
 
 def _record_owner(fd: int) -> None:
-    record = orjson.dumps({"pid": os.getpid(), "createdAt": now_iso()})
+    record = b'{"pid":%d,"createdAt":"%s"}' % (os.getpid(), now_iso().encode())
     os.pwrite(fd, record.ljust(_RECORD_BYTES), 0)
 
 
@@ -94,10 +95,13 @@ def _record_release(fd: int) -> None:
     """Mark the record released. The file stays (recreating it per append would cost a
     directory update each time); `starttime: 0` never matches a live process, so a reader
     that checks for pid reuse (OpenClaw's lock) treats it as free at once."""
-    record = orjson.dumps(
-        {"pid": os.getpid(), "createdAt": now_iso(), "starttime": 0, "released": True}
-    )
-    os.pwrite(fd, record.ljust(_RECORD_BYTES), 0)
+    os.pwrite(fd, _released_record(os.getpid()), 0)
+
+
+@functools.cache
+def _released_record(pid: int) -> bytes:
+    record = orjson.dumps({"pid": pid, "createdAt": now_iso(), "starttime": 0, "released": True})
+    return record.ljust(_RECORD_BYTES)
 
 
 def _held_without_flock(fd: int) -> bool:
