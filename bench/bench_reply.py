@@ -15,9 +15,15 @@ import gc
 import random
 import time
 from collections.abc import Callable
+from typing import Any
 
-from clawpi.reply import BlockChunker, parse_reply_directives
-from clawpi.reply.pipeline import BlockReplyPipeline
+from clawpi.reply import (
+    BlockChunker,
+    BlockReplyChunking,
+    BlockReplyPipeline,
+    parse_reply_directives,
+    subscribe_embedded_session,
+)
 
 PARAGRAPH_TEXT = (
     "the agent reads the file and then runs the tests before it answers with a short summary "
@@ -87,6 +93,44 @@ def pipeline(deltas: list[str]) -> int:
     return emitted
 
 
+class _Source:
+    def __init__(self) -> None:
+        self.listener: Callable[[Any], Any] | None = None
+
+    def subscribe(self, listener: Callable[[Any], Any]) -> Callable[[], None]:
+        self.listener = listener
+        return lambda: None
+
+
+def subscription(deltas: list[str]) -> int:
+    """The whole subscription: message_update events in, block reply payloads out."""
+    source = _Source()
+    sent: list[Any] = []
+    subscribe_embedded_session(
+        source, "bench", on_block_reply=sent.append, block_reply_chunking=BlockReplyChunking()
+    )
+    listener = source.listener
+    assert listener is not None
+    message = {"role": "assistant", "content": [], "stopReason": "stop"}
+    listener({"type": "message_start", "message": message})
+    for delta in deltas:
+        listener(
+            {
+                "type": "message_update",
+                "message": message,
+                "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": delta},
+            }
+        )
+    listener(
+        {
+            "type": "message_update",
+            "message": message,
+            "assistantMessageEvent": {"type": "text_end", "contentIndex": 0},
+        }
+    )
+    return len(sent)
+
+
 def best_of(fn: Callable[[list[str]], int], deltas: list[str], repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -108,29 +152,35 @@ def main() -> None:
 
     print(f"answer: {len(text):,} chars; best of {args.repeat} runs\n")
     print(
-        f"{'delta':>6} | {'deltas':>9} | {'bare MB/s':>10} | {'pipeline MB/s':>13} | {'ratio':>6}"
+        f"{'delta':>6} | {'deltas':>9} | {'bare MB/s':>10} | {'pipeline MB/s':>13} | "
+        f"{'ratio':>6} | {'subscription MB/s':>17}"
     )
-    print("-" * 58)
+    print("-" * 80)
     for delta_size in (1, 64):
         deltas = split(text, delta_size)
         t_bare = best_of(bare, deltas, args.repeat)
         t_pipe = best_of(pipeline, deltas, args.repeat)
+        t_sub = best_of(subscription, deltas, args.repeat)
         print(
             f"{delta_size:>6} | {len(deltas):>9,} | {mb / t_bare:>10.1f} | {mb / t_pipe:>13.1f} | "
-            f"{t_bare / t_pipe:>5.2f}x"
+            f"{t_bare / t_pipe:>5.2f}x | {mb / t_sub:>17.1f}"
         )
 
     print(
         "\ntarget: pipeline >= 0.5x the bare loop at 64-char deltas. The bare loop is one C-level"
         "\nstring append per delta (~1 ns/char); the pipeline is Python-level Markdown work."
+        "\n'subscription' is the whole event handler (message_update dicts in, payloads out)."
     )
     print("\nlinearity, 1-char deltas (time per MB must stay flat):")
-    print(f"{'answer':>9} | {'seconds':>8} | {'s per MB':>8}")
-    print("-" * 32)
+    print(f"{'answer':>9} | {'pipeline s/MB':>13} | {'subscription s/MB':>17}")
+    print("-" * 46)
     for fraction in (0.25, 0.5, 1.0):
         part = text[: int(len(text) * fraction)]
-        seconds = best_of(pipeline, split(part, 1), 1)
-        print(f"{len(part):>9,} | {seconds:>8.2f} | {seconds / (len(part) / 1e6):>8.2f}")
+        deltas = split(part, 1)
+        part_mb = len(part) / 1e6
+        t_pipe = best_of(pipeline, deltas, 1)
+        t_sub = best_of(subscription, deltas, 1)
+        print(f"{len(part):>9,} | {t_pipe / part_mb:>13.2f} | {t_sub / part_mb:>17.2f}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from clawpi.reply.payloads import (
     build_embedded_run_payloads,
     reply_dedupe_key,
 )
+from clawpi.reply.pipeline import BlockReplyPipeline
 from clawpi.reply.subscribe import (
     BlockReplyChunking,
     EmbeddedSubscription,
@@ -48,6 +49,7 @@ __all__ = [
     "BlockChunker",
     "BlockCoalescer",
     "BlockReplyChunking",
+    "BlockReplyPipeline",
     "BlockTagState",
     "BreakPreference",
     "EmbeddedSubscription",

@@ -17,7 +17,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, TypeGuard
 
 from clawpi.errors import AbortedError
 from clawpi.reply.chunker import (
@@ -79,6 +79,7 @@ AgentEventDict: TypeAlias = Mapping[str, Any]
 Callback: TypeAlias = Callable[[Any], Any]
 
 MAX_MESSAGING_SENT_ENTRIES = 200
+_RAW_CHUNK_PARTS = 256
 
 
 class EventSource(Protocol):
@@ -129,8 +130,20 @@ class UsageTotals:
 class _MessageState:
     """What one assistant message has streamed so far."""
 
-    raw_parts: list[str] = dataclasses.field(default_factory=list)
-    raw_len: int = 0
+    raw_chunks: list[str] = dataclasses.field(default_factory=list)
+    """The raw text so far, in joined chunks of up to `_RAW_CHUNK_PARTS` deltas."""
+    raw_tail: list[str] = dataclasses.field(default_factory=list)
+
+    def raw_text(self) -> str:
+        return "".join(self.raw_chunks) + "".join(self.raw_tail)
+
+    def add_raw(self, chunk: str) -> None:
+        tail = self.raw_tail
+        tail.append(chunk)
+        if len(tail) >= _RAW_CHUNK_PARTS:  # keep one small string per many deltas
+            self.raw_chunks.append("".join(tail))
+            tail.clear()
+
     visible_parts: list[str] = dataclasses.field(default_factory=list)
     last_partial: str = ""
     emitted_update: bool = False
@@ -302,7 +315,7 @@ class EmbeddedSubscription:
 
     def handle_event(self, event: AgentEventDict) -> None:
         """The listener: one agent event in, callbacks out. Unknown events are ignored."""
-        if self._unsubscribed or not isinstance(event, Mapping):
+        if self._unsubscribed or not _is_map(event):
             return
         kind = event.get("type")
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
@@ -396,13 +409,13 @@ class EmbeddedSubscription:
 
     def _handle_message_update(self, event: AgentEventDict) -> None:
         message = event.get("message")
-        if not isinstance(message, Mapping) or not _is_assistant(message):
+        if not _is_assistant(message):
             return
         if self._msg.ended is not None:
             return  # a late update of a message that already ended
         self.last_assistant = message
         update = event.get("assistantMessageEvent")
-        if not isinstance(update, Mapping):
+        if not _is_map(update):
             return
         kind = update.get("type")
         if kind in ("thinking_start", "thinking_delta", "thinking_end"):
@@ -427,8 +440,7 @@ class EmbeddedSubscription:
         if not isinstance(content, str) or not content:
             return ""
         msg = self._msg
-        seen = "".join(msg.raw_parts)
-        msg.raw_parts = [seen] if seen else []
+        seen = msg.raw_text()
         if content.startswith(seen):
             return content[len(seen) :]
         if seen.startswith(content) or content in seen:
@@ -437,8 +449,7 @@ class EmbeddedSubscription:
 
     def _push_text(self, chunk: str) -> None:
         msg = self._msg
-        msg.raw_parts.append(chunk)
-        msg.raw_len += len(chunk)
+        msg.add_raw(chunk)
         if self._on_block_reply is not None:
             for block in self._blocks.push(chunk):
                 self._emit_block(block)
@@ -553,7 +564,9 @@ class EmbeddedSubscription:
         block = strip_downgraded_tool_call_text(raw_block).rstrip()
         if not block or block == msg.last_block_text:
             return
-        if is_messaging_tool_duplicate(normalize_text_for_comparison(block), self._sent_normalized):
+        if self._sent_normalized and is_messaging_tool_duplicate(
+            normalize_text_for_comparison(block), self._sent_normalized
+        ):
             return
         if self._is_repeat(block):
             return
@@ -684,8 +697,8 @@ class EmbeddedSubscription:
         self._end_reasoning()
         self._blocks.reset()
         self._tags.reset()
-        msg.raw_parts = []
-        msg.raw_len = 0
+        msg.raw_chunks.clear()
+        msg.raw_tail.clear()
         msg.visible_parts = []
         msg.last_partial = ""
 
@@ -875,8 +888,13 @@ _HANDLERS: dict[str, Callable[[EmbeddedSubscription, AgentEventDict], None]] = {
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _is_assistant(message: Any) -> bool:
-    return isinstance(message, Mapping) and message.get("role") == "assistant"
+def _is_assistant(message: Any) -> TypeGuard[Mapping[str, Any]]:
+    return _is_map(message) and message.get("role") == "assistant"
+
+
+def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """Events are plain dicts; other mappings are accepted at the price of an ABC check."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _has_tool_call(message: Mapping[str, Any]) -> bool:

@@ -312,12 +312,17 @@ def format_tool_output_block(output: str, markdown: bool = True) -> str:
     return f"{fence}txt\n{trimmed}\n{fence}"
 
 
-_COMPARE_STRIP = re.compile(r"[^\w]+", re.UNICODE)
+_PUNCTUATION_TO_SPACE = str.maketrans(
+    dict.fromkeys("!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~…“”‘’«»¿¡·•–—", " ")
+)
 
 
 def normalize_text_for_comparison(text: str) -> str:
-    """Lower-case words only, so "Sent!" and "sent" compare equal for duplicate checks."""
-    return " ".join(_COMPARE_STRIP.sub(" ", text.lower()).split())
+    """Lower-case words only, so "Sent!" and "sent" compare equal for duplicate checks.
+
+    A translation table, not a regex: this runs on every block that goes out.
+    """
+    return " ".join(text.lower().translate(_PUNCTUATION_TO_SPACE).split())
 
 
 MIN_DUPLICATE_TEXT_LENGTH = 10
