@@ -299,7 +299,7 @@ def _reappend(session: SessionManager, entry: Entry, ids: Mapping[str, str], mes
     # An entry type this version does not know (or a malformed message entry): copied field
     # for field through the manager's own stamping, never dropped.
     payload = [(k, v) for k, v in entry.items() if k not in ("type", "id", "parentId", "timestamp")]
-    return session._append(session._stamp(payload, str(kind), True))
+    return session.append_entry(str(kind), payload)
 
 
 def truncate_oversized_tool_results_in_session(
@@ -336,7 +336,7 @@ def truncate_oversized_tool_results_in_session(
         )
     first = min(oversized)
     result = SessionTruncationResult(True, max_chars=limit)
-    interceptor = manager._interceptor  # restored below; the manager has no public getter
+    interceptor = manager.interceptor  # restored below
     manager.set_interceptor(None)
     try:
         parent = branch[first].get("parentId")

@@ -289,6 +289,15 @@ class SessionManager(SessionTree):
         """Route appends through `interceptor` (see `guard.install_tool_result_guard`)."""
         self._interceptor = interceptor
 
+    @property
+    def interceptor(self) -> AppendInterceptor | None:
+        return self._interceptor
+
+    def append_entry(self, kind: str, payload: Iterable[tuple[str, Any]]) -> str:
+        """Append an entry of any type, e.g. one this version does not know, copied field for
+        field (None values left out, payload before the id fields as pi writes custom entries)."""
+        return self._append(self._stamp(payload, kind, True))
+
     def _stamp(self, payload: Iterable[tuple[str, Any]], kind: str, payload_first: bool) -> Entry:
         head = {
             "id": generate_id(self._by_id),
