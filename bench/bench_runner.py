@@ -82,6 +82,11 @@ def instrument() -> None:
 
 def make_env(root: Path, delay_s: float, cap: int) -> tuple[FunctionProvider, dict[str, Any]]:
     async def answer(_context: Any, _options: Any) -> FauxResponse:
+        # The scripted provider logs every request and its options for tests to inspect; the
+        # options hold the agent session, so a bench of thousands of turns would measure that
+        # log's memory rather than the runner's.
+        provider.requests.clear()
+        provider.options.clear()
         if delay_s:
             await asyncio.sleep(delay_s)  # the model "thinking" before the first token
         return FauxResponse(content=[faux_text(ANSWER)])
@@ -120,6 +125,78 @@ async def one_turn(
         run_queue=queue,
     )
     return result.payloads[0].text or ""
+
+
+PHASES = (
+    ("clawpi.runner.run", "agent_model_registry", "model registry (cached)"),
+    ("clawpi.runner.attempt", "ResourceLoader", "resource loader (skills)"),
+    ("clawpi.runner.attempt", "_open_session", "open/create session file"),
+    ("clawpi.runner.attempt", "build_run_tools", "runner tools (tool pipeline)"),
+    ("clawpi.runner.attempt", "_system_prompt", "system prompt"),
+    ("clawpi.sdk.factory", "_build_tools", "sdk built-in tool set"),
+    ("clawpi.runner.attempt", "create_agent_session", "agent session (incl. above)"),
+    ("clawpi.runner.attempt", "_prompt", "prompt + stream (incl. model)"),
+    ("clawpi.runner.run", "build_embedded_run_payloads", "payloads"),
+)
+
+
+def instrument_phases(spent: dict[str, float]) -> None:
+    """Wrap the runner's set-up phases with timers (bench only: measurement, not behaviour)."""
+    import functools
+    import importlib
+    import inspect
+
+    for module_name, attr, label in PHASES:
+        module = importlib.import_module(module_name)
+        original = getattr(module, attr)
+        spent[label] = 0.0
+
+        if inspect.iscoroutinefunction(original):
+
+            @functools.wraps(original)
+            async def timed_async(*a: Any, _f: Any = original, _l: str = label, **k: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return await _f(*a, **k)
+                finally:
+                    spent[_l] += time.perf_counter() - started
+
+            setattr(module, attr, timed_async)
+        else:
+
+            @functools.wraps(original)
+            def timed(*a: Any, _f: Any = original, _l: str = label, **k: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return _f(*a, **k)
+                finally:
+                    spent[_l] += time.perf_counter() - started
+
+            setattr(module, attr, timed)
+
+
+async def breakdown(turns: int) -> tuple[float, float, dict[str, float]]:
+    """Wall time per fresh-session turn by phase (model and fsync time reported separately)."""
+    instrument()
+    spent: dict[str, float] = {}
+    instrument_phases(spent)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _provider, config = make_env(root, 0.0, 4)
+        queue = CommandQueue()
+        for i in range(5):
+            await one_turn(root, config, f"warm{i}", "hello", queue)
+        for key in spent:
+            spent[key] = 0.0
+        Clock.model_s = Clock.fsync_s = 0.0
+        started = time.perf_counter()
+        for i in range(turns):
+            await one_turn(root, config, f"b{i}", "hello", queue)
+        total = (time.perf_counter() - started) / turns
+    phases = {label: value / turns for label, value in spent.items()}
+    phases["  of which model"] = Clock.model_s / turns
+    phases["  of which fsync"] = Clock.fsync_s / turns
+    return total, Clock.model_s / turns, phases
 
 
 def pct(values: list[float], q: float) -> float:
@@ -221,6 +298,10 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=16)
     parser.add_argument("--child")
     args = parser.parse_args()
+    if args.child == "breakdown":
+        total, _model, phases = asyncio.run(breakdown(args.turns))
+        print(json.dumps({"total": total, "phases": phases}))
+        return
     if args.child:
         spec = json.loads(args.child)
         outcome = asyncio.run(throughput_child(spec["sessions"], spec["cap"], spec["delay"]))
@@ -245,6 +326,17 @@ def main() -> None:
         "over = wall total - model - fsync (other file I/O such as lock-file opens stays in);\n"
         "cpu = process CPU time - model (I/O waits excluded). Target: over < 2 ms."
     )
+    print()
+    completed = subprocess.run(
+        [sys.executable, __file__, "--child", "breakdown", "--turns", str(args.turns)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    print(f"where a fresh-session turn goes (wall ms per turn, total {report['total'] * 1000:.2f})")
+    for label, value in report["phases"].items():
+        print(f"  {label:<34}{value * 1000:>8.2f}")
     print()
     print(f"throughput, one turn per session, global cap {args.cap}")
     header = (

@@ -781,3 +781,54 @@ async def test_run_stops_at_the_iteration_cap_with_the_retry_limit_payload(
     assert result.meta.error is not None and result.meta.error.kind == "retry_limit"
     assert [p.text for p in result.payloads] == [RETRY_LIMIT_TEXT]
     env.assert_transcript_valid()
+
+
+def _stalled_summary(arrived: asyncio.Event | None = None) -> Responder:
+    loop = asyncio.get_running_loop()
+
+    def respond(_request: RecordedRequest) -> FakeResponse:
+        if arrived is not None:
+            loop.call_soon_threadsafe(arrived.set)
+        return completion_response([role_chunk(), text_chunk("## Goal")], stall_after=1)
+
+    return respond
+
+
+async def test_hung_summariser_is_cut_off_by_the_compaction_timeout(env: Env, stub: Stub) -> None:
+    defaults = env.config["agents"]["defaults"]
+    defaults["compaction"].update({"enabled": False, "timeoutSeconds": 0.5})
+    defaults["llm"]["idleTimeoutSeconds"] = 30
+    await env.run("first")
+    stub.calls.clear()
+    stub.summary = [_stalled_summary()]
+    stub.on(None, MAIN, OVERFLOW)
+    result = await env.run("second")
+
+    assert [kind for _k, _m, kind in stub.calls] == ["turn", "summary"]
+    assert [p.text for p in result.payloads] == [CONTEXT_OVERFLOW_TEXT]
+    entries = [json.loads(line) for line in env.session_file.read_text().splitlines()]
+    assert not any(e.get("type") == "compaction" for e in entries)
+    env.assert_transcript_valid()
+
+
+async def test_abort_during_forced_compaction_stops_the_run_without_another_attempt(
+    env: Env, stub: Stub
+) -> None:
+    env.config["agents"]["defaults"]["compaction"]["enabled"] = False
+    env.config["agents"]["defaults"]["llm"]["idleTimeoutSeconds"] = 30
+    await env.run("first")
+    stub.calls.clear()
+    summarising = asyncio.Event()
+    stub.summary = [_stalled_summary(summarising)]
+    stub.on(None, MAIN, OVERFLOW)
+    controller = AbortController()
+    run = asyncio.create_task(env.run("second", abort_signal=controller.signal))
+    await summarising.wait()
+    controller.abort("user pressed stop")
+    result = await run
+
+    assert result.meta.aborted is True
+    assert [kind for _k, _m, kind in stub.calls] == ["turn", "summary"]
+    entries = [json.loads(line) for line in env.session_file.read_text().splitlines()]
+    assert not any(e.get("type") == "compaction" for e in entries)
+    env.assert_transcript_valid()

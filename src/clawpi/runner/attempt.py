@@ -25,6 +25,7 @@ from clawpi.reply.payloads import ToolErrorInfo, ToolMeta
 from clawpi.reply.subscribe import BlockReplyChunking, EmbeddedSubscription, UsageTotals
 from clawpi.runner.cache_ttl import append_cache_ttl_timestamp, is_cache_ttl_eligible_provider
 from clawpi.runner.client_tools import PendingToolCall, make_client_tools
+from clawpi.runner.compact import resolve_compaction_timeout_ms
 from clawpi.runner.config import get_path, resolve_llm_idle_timeout_ms
 from clawpi.runner.extensions.compaction_safeguard import (
     compaction_safeguard_extension,
@@ -373,10 +374,7 @@ async def _prompt(
         idle_timeout_ms=resolve_llm_idle_timeout_ms(params.config, params.trigger),
         abort=lambda reason: session.agent.abort(reason),
         is_compacting=lambda: session.is_compacting or subscription.is_compacting(),
-        compaction_grace_ms=int(
-            get_path(params.config, "agents.defaults.compaction.timeoutSeconds", 0) or 0
-        )
-        * 1000,
+        compaction_grace_ms=resolve_compaction_timeout_ms(params.config),
     )
     ran_tools: list[str] = []
 

@@ -32,7 +32,7 @@ from clawpi.ai.errors import (
 )
 from clawpi.ai.models import Model
 from clawpi.ai.types import ThinkingLevel
-from clawpi.errors import ClawpiError, ConfigError
+from clawpi.errors import AbortedError, ClawpiError, ConfigError
 from clawpi.reply.payloads import ReplyPayload, build_embedded_run_payloads
 from clawpi.reply.subscribe import BlockReplyChunking
 from clawpi.reply.user_text import (
@@ -146,7 +146,7 @@ async def _sleep_abortable(ms: int, signal: AbortSignal | None) -> None:
         await asyncio.wait_for(signal.wait(), ms / 1000)
     except TimeoutError:
         return
-    raise asyncio.CancelledError("Operation aborted")
+    raise AbortedError("Operation aborted")
 
 
 _REGISTRY_FILES = ("auth.json", "models.json")
@@ -499,13 +499,19 @@ class _AttemptLoop:
             config=self.runner.config,
             model=self.model,
             api_key=self._api_key(),
+            abort_signal=self.runner.abort_signal,
         )
 
     async def run(self) -> EmbeddedRunResult:
         cap = iteration_cap(len(self.profiles))
+        previous: AttemptResult | None = None
         for _iteration in range(cap):
+            if self._signal_aborted():
+                # Aborted between attempts (during a forced compaction or before the first
+                # prompt): never start another model call.
+                return self._aborted_result(previous)
             self.attempted_levels.add(self.level)
-            attempt = await run_embedded_attempt(self._params())
+            attempt = previous = await run_embedded_attempt(self._params())
             self.usage = add_usage(self.usage, attempt.usage)
             self.compaction_count += attempt.compaction_count
             decision = await self._decide(attempt)
@@ -526,6 +532,8 @@ class _AttemptLoop:
         timed_out = attempt.timed_out and not attempt.timed_out_during_compaction
         if timed_out and await self._timeout_compaction(attempt):
             return None
+        if self._signal_aborted():
+            return self._aborted_result(attempt)
 
         if error_text and is_likely_context_overflow_error(error_text):
             return await self._overflow(attempt, error_text)
@@ -540,6 +548,7 @@ class _AttemptLoop:
             if fallback_level is not None:
                 self.level = fallback_level
                 return None
+        marked = False
         should_rotate = (last is not None and is_failover_assistant_error(last)) or (  # type: ignore[arg-type]
             attempt.timed_out and not attempt.timed_out_during_compaction
         )
@@ -551,6 +560,7 @@ class _AttemptLoop:
                 else classify_failover_reason(text, self.model.provider)
             )
             self._mark_failure(reason, text)
+            marked = True
             if self._advance_profile():
                 await self._overload_backoff(reason)
                 return None
@@ -566,7 +576,7 @@ class _AttemptLoop:
                     status=408 if attempt.timed_out else None,
                     raw_error=text or None,
                 )
-        return self._success(attempt)
+        return self._success(attempt, failure_marked=marked)
 
     def _error_text(self, attempt: AttemptResult) -> str | None:
         if attempt.prompt_error is not None:
@@ -600,6 +610,8 @@ class _AttemptLoop:
                 return None  # the session already compacted inside the attempt: just retry
             if await self._compact():
                 return None
+            if self._signal_aborted():
+                return self._aborted_result(attempt)
         if not self.truncation_attempted and session_likely_has_oversized_tool_results(
             attempt.messages_snapshot, self.model.context_window
         ):
@@ -690,6 +702,19 @@ class _AttemptLoop:
             system_prompt_report=attempt.system_prompt_report if attempt else None,
         )
 
+    def _signal_aborted(self) -> bool:
+        signal = self.runner.abort_signal
+        return signal is not None and signal.aborted
+
+    def _aborted_result(self, attempt: AttemptResult | None) -> EmbeddedRunResult:
+        if attempt is None:
+            meta = self._meta(None)
+            meta.aborted = True
+            return EmbeddedRunResult(payloads=[], meta=meta)
+        result = self._result(attempt)
+        result.meta.aborted = True
+        return result
+
     def _error_result(
         self, attempt: AttemptResult | None, text: str, kind: Any
     ) -> EmbeddedRunResult:
@@ -724,7 +749,9 @@ class _AttemptLoop:
             messaging_tool_sent_targets=attempt.messaging_tool_sent_targets,
         )
 
-    def _success(self, attempt: AttemptResult) -> EmbeddedRunResult:
+    def _success(
+        self, attempt: AttemptResult, *, failure_marked: bool = False
+    ) -> EmbeddedRunResult:
         result = self._result(attempt)
         last = attempt.last_assistant
         if attempt.timed_out and not attempt.timed_out_during_compaction and not result.payloads:
@@ -738,9 +765,9 @@ class _AttemptLoop:
             and last.get("stopReason") in ("toolUse", "error")
         )
         if incomplete:
-            self._mark_failure(
-                classify_failover_reason((last or {}).get("errorMessage"), self.model.provider)
-            )
+            if not failure_marked:
+                error = (last or {}).get("errorMessage")
+                self._mark_failure(classify_failover_reason(error, self.model.provider), error)
             mutated = any(name in _MUTATING_TOOLS for name in attempt.ran_tools)
             return self._error_result(
                 attempt,
