@@ -832,3 +832,38 @@ async def test_abort_during_forced_compaction_stops_the_run_without_another_atte
     entries = [json.loads(line) for line in env.session_file.read_text().splitlines()]
     assert not any(e.get("type") == "compaction" for e in entries)
     env.assert_transcript_valid()
+
+
+async def test_timeout_with_most_of_the_context_used_compacts_and_retries_on_the_same_key(
+    env: Env, stub: Stub
+) -> None:
+    for model in env.config["models"]["providers"]["stub"]["models"]:
+        model["contextWindow"] = 16_000
+    env.config["agents"]["defaults"]["compaction"]["enabled"] = False
+    env.workspace.mkdir(exist_ok=True)
+    (env.workspace / "notes.txt").write_text("remember the milk\n")
+    tool_turn = completion_response(
+        [
+            role_chunk(),
+            *tool_call_chunks(0, "call_n1", "read", ['{"path": "notes.txt"}']),
+            finish_chunk("tool_calls"),
+            usage_chunk(12_000, 20),  # 75% of the window: past the 65% share
+        ]
+    )
+    stall = completion_response([role_chunk(), text_chunk("Hmm")], stall_after=1, stall_seconds=5)
+    stub.on(None, MAIN, tool_turn, stall, lambda _r: reply("Milk, as noted."))
+    result = await env.run("what do my notes say?")
+
+    assert [(k, kind) for k, _m, kind in stub.calls] == [
+        ("key-1", "turn"),
+        ("key-1", "turn"),
+        ("key-1", "summary"),
+        ("key-1", "turn"),
+    ]
+    assert [p.text for p in result.payloads] == ["Milk, as noted."]
+    assert result.meta.error is None
+    stats = env.usage_stats()
+    assert _cooldown(stats, "stub:p1") is None and "modelCooldowns" not in stats["stub:p1"]
+    entries = [json.loads(line) for line in env.session_file.read_text().splitlines()]
+    assert any(e.get("type") == "compaction" for e in entries)
+    env.assert_transcript_valid()
