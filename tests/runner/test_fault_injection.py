@@ -704,7 +704,7 @@ async def test_abort_mid_stream_returns_aborted_with_a_valid_transcript(
     env.assert_transcript_valid()
 
 
-async def test_client_tool_call_ends_the_run_with_pending_calls(env: Env, stub: Stub) -> None:
+async def test_client_tool_calls_end_the_run_with_every_pending_call(env: Env, stub: Stub) -> None:
     stub.on(
         None,
         MAIN,
@@ -712,6 +712,7 @@ async def test_client_tool_call_ends_the_run_with_pending_calls(env: Env, stub: 
             [
                 role_chunk(),
                 *tool_call_chunks(0, "call_w1", "get_weather", ['{"city": "Oslo"}']),
+                *tool_call_chunks(1, "call_w2", "get_weather", ['{"city": ', '"Rome"}']),
                 finish_chunk("tool_calls"),
             ]
         ),
@@ -726,15 +727,19 @@ async def test_client_tool_call_ends_the_run_with_pending_calls(env: Env, stub: 
             },
         }
     ]
-    result = await env.run("weather in Oslo?", client_tools=tools)
+    result = await env.run("weather in Oslo and Rome?", client_tools=tools)
 
     assert result.meta.stop_reason == "tool_calls"
-    assert len(result.meta.pending_tool_calls) == 1
-    call = result.meta.pending_tool_calls[0]
-    assert call.name == "get_weather" and json.loads(call.arguments) == {"city": "Oslo"}
-    assert len(call.id) == 9 and int(call.id, 16) >= 0
-    assert result.meta.error is None
-    assert stub.turns() == [("key-1", MAIN)]  # the caller runs the tool, not the runner
+    calls = result.meta.pending_tool_calls
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Oslo"}),
+        ("get_weather", {"city": "Rome"}),
+    ]
+    assert all(len(c.id) == 9 and int(c.id, 16) >= 0 for c in calls)
+    assert len({c.id for c in calls}) == 2
+    assert result.meta.error is None and result.meta.aborted is False
+    assert not result.payloads
+    assert stub.turns() == [("key-1", MAIN)]  # the caller runs the tools, not the runner
     env.assert_transcript_valid()
 
 
@@ -866,4 +871,42 @@ async def test_timeout_with_most_of_the_context_used_compacts_and_retries_on_the
     assert _cooldown(stats, "stub:p1") is None and "modelCooldowns" not in stats["stub:p1"]
     entries = [json.loads(line) for line in env.session_file.read_text().splitlines()]
     assert any(e.get("type") == "compaction" for e in entries)
+    env.assert_transcript_valid()
+
+
+async def test_failed_overflow_recovery_never_replays_the_previous_answer(
+    env: Env, stub: Stub
+) -> None:
+    await env.run("first")
+    stub.summary = [lambda _r: http_error(500, "summariser down", "server_error")]
+    stub.on(None, MAIN, OVERFLOW)
+    result = await env.run("second")
+
+    assert [p.text for p in result.payloads] == [CONTEXT_OVERFLOW_TEXT]
+    assert result.meta.error is not None and result.meta.error.kind == "context_overflow"
+    env.assert_transcript_valid()
+
+
+async def test_run_timeout_during_compaction_is_reported_aborted_without_rotation(
+    env: Env, stub: Stub
+) -> None:
+    defaults = env.config["agents"]["defaults"]
+    defaults["compaction"]["timeoutSeconds"] = 0.2  # the deadline's one-time grace
+    defaults["llm"]["idleTimeoutSeconds"] = 30
+    await env.run("first")
+    stub.calls.clear()
+    stub.summary = [
+        lambda _r: completion_response(
+            [role_chunk(), text_chunk("## Goal")], stall_after=1, stall_seconds=1.5
+        )
+    ]
+    stub.on(None, MAIN, OVERFLOW)
+    result = await env.run("second", timeout_ms=1_000)
+
+    assert result.meta.aborted is True
+    assert {key for key, _m, _kind in stub.calls} == {"key-1"}  # no rotation to p2
+    assert not any(
+        s.get("modelCooldowns") or s.get("cooldownUntil") for s in env.usage_stats().values()
+    )
+    assert all(p.text != f"ok from key-1 on {MAIN}" for p in result.payloads)
     env.assert_transcript_valid()

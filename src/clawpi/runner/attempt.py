@@ -377,11 +377,17 @@ async def _prompt(
         compaction_grace_ms=resolve_compaction_timeout_ms(params.config),
     )
     ran_tools: list[str] = []
+    answers: list[dict[str, Any]] = []
 
     def watch(event: dict[str, Any]) -> None:
         timers.on_event(event)
-        if event.get("type") == "tool_execution_start":
+        kind = event.get("type")
+        if kind == "tool_execution_start":
             ran_tools.append(str(event.get("toolName")))
+        elif kind == "message_end":
+            message = event.get("message")
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                answers.append(message)
 
     unsubscribe_timers = session.subscribe(watch)
     handle = _RunHandle(session, subscription)
@@ -424,7 +430,7 @@ async def _prompt(
         subscription.unsubscribe()
         clear_active_embedded_run(params.session_id, handle, params.session_key)
         remove_abort()
-    _collect(session, params, result, subscription, timers, pending, ran_tools)
+    _collect(session, params, result, subscription, timers, pending, ran_tools, answers)
 
 
 def _collect(
@@ -435,6 +441,7 @@ def _collect(
     timers: AttemptTimers,
     pending: list[PendingToolCall],
     ran_tools: list[str],
+    answers: list[dict[str, Any]],
 ) -> None:
     result.timed_out = timers.timed_out
     result.idle_timed_out = timers.idle_timed_out
@@ -445,7 +452,9 @@ def _collect(
     signal_aborted = params.abort_signal is not None and params.abort_signal.aborted
     snapshot = list(session.messages)
     result.messages_snapshot = snapshot
-    last = next((m for m in reversed(snapshot) if m.get("role") == "assistant"), None)
+    # This attempt's last answer, not the history's: when the session drops a failed answer
+    # (overflow recovery), the latest assistant message in the snapshot is an earlier turn's.
+    last = answers[-1] if answers else None
     result.last_assistant = last
     result.aborted = signal_aborted or (
         last is not None

@@ -524,8 +524,8 @@ class _AttemptLoop:
 
     async def _decide(self, attempt: AttemptResult) -> EmbeddedRunResult | None:
         """A result to return, or None to run another attempt. May raise FailoverError."""
-        if attempt.aborted and not attempt.timed_out:
-            return self._result(attempt)
+        if (attempt.aborted and not attempt.timed_out) or attempt.timed_out_during_compaction:
+            return self._result(attempt)  # never retried, rotated or failed over
         last = attempt.last_assistant
         error_text = self._error_text(attempt)
 
@@ -696,7 +696,7 @@ class _AttemptLoop:
         return RunMeta(
             duration_ms=0,
             agent_meta=agent_meta,
-            aborted=bool(attempt and attempt.aborted),
+            aborted=bool(attempt and (attempt.aborted or attempt.timed_out_during_compaction)),
             stop_reason=stop_reason,
             pending_tool_calls=pending,
             system_prompt_report=attempt.system_prompt_report if attempt else None,
