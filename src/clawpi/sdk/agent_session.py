@@ -537,15 +537,13 @@ class AgentSession:
             return False
         if not before_prompt and last.get("stopReason") == "aborted":
             return False
-        latest = next(
-            (
-                e
-                for e in reversed(self.session_manager.get_branch())
-                if e.get("type") == "compaction"
-            ),
-            None,
-        )
-        if latest is not None and (last.get("timestamp") or 0) <= (
+        branch = self.session_manager.get_branch()
+        if branch and branch[-1].get("type") == "compaction":
+            return False  # nothing has happened since the last compaction
+        latest = next((e for e in reversed(branch) if e.get("type") == "compaction"), None)
+        # Strictly older than the latest compaction: the reply that follows a compaction can
+        # share its millisecond.
+        if latest is not None and (last.get("timestamp") or 0) < (
             iso_to_ms(latest.get("timestamp")) or 0
         ):
             return False
