@@ -277,8 +277,14 @@ async def throughput_child(sessions: int, cap: int, delay_s: float) -> dict[str,
 
 
 def throughput(sessions: int, cap: int, delay_s: float) -> dict[str, float]:
+    # Linux carries a process's peak RSS across exec, so a child exec'd straight from this
+    # (large) process would report our peak. A child forked by a small shell starts afresh.
     completed = subprocess.run(
         [
+            "sh",
+            "-c",
+            '"$@" & wait $!',
+            "sh",
             sys.executable,
             __file__,
             "--child",
