@@ -124,6 +124,20 @@ class BlockChunker:
             return ""
         return self._prefix + self._buf[self._start :] + "".join(self._pending)
 
+    def open_fence_marker(self) -> str:
+        """The marker character of an open fenced block that nothing buffered can close ("").
+
+        While it is open and below `max_chars`, no block can end: a stream can skip draining
+        until text with that character (a possible closing line) or enough text arrives.
+        """
+        fence = self._fence
+        if fence is None:
+            return ""
+        char = fence.marker[0]
+        if self._buf.find(char, self._line) >= 0 or any(char in part for part in self._pending):
+            return ""
+        return char
+
     def _size(self) -> int:
         return self._held + self._pending_len
 
@@ -185,11 +199,14 @@ class BlockChunker:
         line = max(self._line, self._start)
         last_newline = buf.rfind("\n", line)
         if last_newline >= 0:
-            # Only lines that start with a fence marker matter: find them, not every line.
-            for match in _FENCE_LINE_START.finditer(buf, line, last_newline + 1):
-                start = match.start()
-                self._parse_line(start, buf.find("\n", start))
-            line = last_newline + 1
+            # Only lines that start with a fence marker matter: find them, not every line (and
+            # most text holds no marker at all, which two substring searches tell at C speed).
+            end = last_newline + 1
+            if buf.find("```", line, end) >= 0 or buf.find("~~~", line, end) >= 0:
+                for match in _FENCE_LINE_START.finditer(buf, line, end):
+                    start = match.start()
+                    self._parse_line(start, buf.find("\n", start))
+            line = end
         if final and line < len(buf):
             self._parse_line(line, len(buf))
             line = len(buf)
@@ -271,6 +288,13 @@ class BlockChunker:
         return self._hard_break(lo, hi)
 
     def _soft_break(self, lo: int, hi: int) -> _Break | None:
+        # A cut past an open fence's start (or a fence line still arriving) is never safe:
+        # looking beyond it would only test candidates that must be refused.
+        fence = self._fence
+        if fence is not None and fence.start < hi:
+            hi = fence.start
+        if 0 <= self._partial_fence < hi:
+            hi = self._partial_fence
         if lo > hi:
             return None
         buf = self._buf

@@ -9,6 +9,7 @@ never changes what the user reads, and it adds no delay: a block is cut as soon 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from clawpi.reply.chunker import BlockChunker
@@ -16,6 +17,7 @@ from clawpi.reply.tags import BlockTagState, finish_block_tags, strip_block_tags
 
 _NONE: tuple[str, ...] = ()
 _STOPS = frozenset(".!?")
+_WHITESPACE = re.compile(r"\s")
 
 
 class BlockReplyPipeline:
@@ -45,37 +47,89 @@ class BlockReplyPipeline:
         self._visible: list[str] = []
         self._after_stop = False
         self._hard_threshold = 1 << 62
+        self._min_threshold = 1 << 62
+        self._base = 0
+        self._min_chars = 0
+        self._fence_char = ""
+        self._maybe_hidden = False
         self._threshold = self._compute_threshold()
 
     def _compute_threshold(self) -> int:
+        """Raw characters to collect before a block could end (from what is buffered now)."""
         chunker = self.chunker
+        self._base = 0
+        self._min_chars = 0
+        self._fence_char = ""
         if not self.stream or chunker is None:
-            self._hard_threshold = 1 << 62
+            self._hard_threshold = self._min_threshold = 1 << 62
             return 1 << 62
-        self._hard_threshold = max(1, chunker.max_chars - chunker.size)
+        # Visible text still to come is at most the held-back tag text plus the raw deltas:
+        # these bounds depend only on what is buffered, never on when it was last looked at.
+        tags = self.tags
+        pending = tags.pending
+        self._maybe_hidden = (
+            tags.thinking or bool(pending) or (self.enforce_final_tag and not tags.final)
+        )
+        base = chunker.size + len(pending)
+        self._hard_threshold = max(1, chunker.max_chars - base)
         if chunker.flush_on_paragraph:
-            return 1
-        return max(1, chunker.min_chars - chunker.size)
+            self._min_threshold = 1
+        else:
+            self._base = base
+            self._min_chars = chunker.min_chars
+            self._min_threshold = max(1, chunker.min_chars - base)
+        if pending:
+            # Held-back text (a partial tag, a run of backticks) may be released as text by
+            # any next delta, and it may hold a break: look at the next delta whatever it is.
+            self._hard_threshold = 0
+            return 0
+        fence_char = chunker.open_fence_marker()
+        if fence_char:
+            # Inside fenced code only its closing line (or max_chars) lets a block end, and
+            # that line needs the fence's character: until one arrives, only size matters.
+            self._fence_char = fence_char
+            return self._hard_threshold
+        return self._min_threshold
 
     def push(self, delta: str) -> Sequence[str]:
         """Take one raw delta; the blocks that became ready (usually none)."""
         self._raw.append(delta)
-        self._raw_len += len(delta)
-        if self._raw_len < self._threshold:
-            return _NONE
+        before = self._raw_len
+        self._raw_len = raw_len = before + len(delta)
+        if raw_len < self._threshold:
+            if not self._fence_char or self._fence_char not in delta:
+                return _NONE
+            # Text that may close the fence: back to the usual bounds.
+            self._fence_char = ""
+            self._threshold = self._min_threshold
+            self._after_stop = False
+            if raw_len < self._threshold:
+                return _NONE
         # Past min_chars a block ends only at a newline or a sentence end (or at max_chars):
-        # a delta with neither cannot finish one, so it waits with the others.
+        # a delta with neither cannot finish one, so it waits with the others. Nor can one
+        # whose last break lies before min_chars: stripping only removes text, so a break's
+        # place in the block is at most where it sits in the raw text after what is buffered.
+        # A stop is a break once whitespace follows it in the visible text; tags (or reasoning)
+        # between them vanish, so after a "<" the stop stays open until something is looked at.
         after_stop = self._after_stop
-        self._after_stop = delta[-1:] in _STOPS
-        if (
-            self._raw_len < self._hard_threshold
-            and "\n" not in delta
-            and not (after_stop and delta[:1].isspace())
-            and "." not in delta
-            and "!" not in delta
-            and "?" not in delta
-        ):
-            return _NONE
+        if "<" in delta:
+            self._maybe_hidden = True
+        hidden = self._maybe_hidden
+        if delta[-1:] in _STOPS:
+            self._after_stop = True
+        elif not hidden:
+            self._after_stop = False
+        elif not after_stop:
+            self._after_stop = "." in delta or "!" in delta or "?" in delta
+        if raw_len < self._hard_threshold:
+            last = max(delta.rfind("\n"), delta.rfind("."), delta.rfind("!"), delta.rfind("?"))
+            if last < 0:
+                if not after_stop:
+                    return _NONE
+                if not (_WHITESPACE.search(delta) if hidden else delta[:1].isspace()):
+                    return _NONE
+            if self._base + before + last + 1 < self._min_chars:
+                return _NONE
         return self._process(False)
 
     def flush(self) -> list[str]:
