@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 # The provider module (and the openai SDK under it, ~2 s) loads lazily on the first request; load
-# it now so that first request is not mistaken for a silent model by the 1 s idle watchdog.
+# it now so that first request is not mistaken for a silent model by a short idle watchdog.
 import clawpi.ai.providers.openai_completions  # noqa: F401
 from clawpi.ai.abort import AbortController
 from clawpi.ai.errors import FailoverError
@@ -51,6 +51,8 @@ from tests.fakes.openai_sse import (
 MAIN = "main-model"
 BACKUP = "backup-model"
 NO_BACKOFF = BackoffPolicy(initial_ms=0, max_ms=0)
+IDLE_S = 2
+STALL_S = 3 * IDLE_S
 TARGET_APIS = (
     ("openai-completions", "openai"),
     ("openai-responses", "openai"),
@@ -158,12 +160,17 @@ class Env:
             "agents": {
                 "defaults": {
                     "model": {"primary": f"stub/{MAIN}", "fallbacks": [f"stub/{BACKUP}"]},
-                    "llm": {"idleTimeoutSeconds": 1},
+                    "llm": {"idleTimeoutSeconds": 30},
                     "compaction": {"keepRecentTokens": 1, "reserveTokensFloor": 1},
                 }
             },
             "auth": {"order": {"stub": ["stub:p1", "stub:p2"]}},
         }
+
+    def watch_for_stalls(self) -> None:
+        """A short LLM idle timeout, for tests whose server stalls (others keep 30 s, so a
+        slow but healthy answer on a loaded machine is never taken for a stall)."""
+        self.config["agents"]["defaults"]["llm"]["idleTimeoutSeconds"] = IDLE_S
 
     async def run(self, prompt: str = "hello", **kwargs: Any) -> EmbeddedRunResult:
         self.prompts.append(prompt)
@@ -369,7 +376,7 @@ def _fault(name: str) -> FakeResponse:
             529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
         ),
         "cut": lambda: completion_response(frames, drop_after=2),
-        "stall": lambda: completion_response(frames, stall_after=1, stall_seconds=5),
+        "stall": lambda: completion_response(frames, stall_after=1, stall_seconds=STALL_S),
     }[name]()
 
 
@@ -387,6 +394,8 @@ async def test_without_fallbacks_a_fault_on_every_key_shows_the_reply_layer_copy
     env: Env, stub: Stub, fault: str, copy: str
 ) -> None:
     del env.config["agents"]["defaults"]["model"]["fallbacks"]
+    if fault == "stall":
+        env.watch_for_stalls()
     stub.on(None, MAIN, lambda _r: _fault(fault))
     result = await env.run()
 
@@ -396,6 +405,10 @@ async def test_without_fallbacks_a_fault_on_every_key_shows_the_reply_layer_copy
     for payload in result.payloads:
         assert "{" not in (payload.text or "") and "Traceback" not in (payload.text or "")
     assert "key-1" not in repr(result) and "key-2" not in repr(result)
+    if fault in ("cut", "stall"):  # transport trouble: no key is to blame
+        stats = env.usage_stats().values()
+        assert not any(s.get("modelCooldowns") or s.get("cooldownUntil") for s in stats)
+        assert result.meta.aborted is False
     env.assert_transcript_valid()
 
 
@@ -524,8 +537,9 @@ async def test_stream_cut_midway_rotates_without_cooling_the_key(env: Env, stub:
 async def test_stall_past_idle_timeout_rotates_without_cooling_the_key(
     env: Env, stub: Stub
 ) -> None:
+    env.watch_for_stalls()
     frames = [role_chunk(), text_chunk("Thinking about"), text_chunk(" it")]
-    stub.on("key-1", MAIN, completion_response(frames, stall_after=2, stall_seconds=5))
+    stub.on("key-1", MAIN, completion_response(frames, stall_after=2, stall_seconds=STALL_S))
     result = await env.run()
 
     assert stub.turns() == [("key-1", MAIN), ("key-2", MAIN)]
@@ -533,21 +547,6 @@ async def test_stall_past_idle_timeout_rotates_without_cooling_the_key(
     stats = env.usage_stats()
     assert "modelCooldowns" not in stats.get("stub:p1", {})
     assert _cooldown(stats, "stub:p1") is None
-    env.assert_transcript_valid()
-
-
-async def test_stall_on_every_key_and_model_reports_a_timeout_payload(env: Env, stub: Stub) -> None:
-    del env.config["agents"]["defaults"]["model"]["fallbacks"]
-    frames = [role_chunk(), text_chunk("Thinking"), text_chunk(" more")]
-    stub.on(None, MAIN, completion_response(frames, stall_after=1, stall_seconds=5))
-    result = await env.run()
-
-    assert stub.turns() == [("key-1", MAIN), ("key-2", MAIN)]
-    assert len(result.payloads) == 1 and result.payloads[0].is_error
-    assert result.meta.aborted is False
-    assert not any(
-        s.get("modelCooldowns") or s.get("cooldownUntil") for s in env.usage_stats().values()
-    )
     env.assert_transcript_valid()
 
 
@@ -689,10 +688,9 @@ async def test_abort_mid_stream_returns_aborted_with_a_valid_transcript(
     def slow(_request: RecordedRequest) -> FakeResponse:
         loop.call_soon_threadsafe(streaming.set)
         frames = [role_chunk(), text_chunk("Let me"), text_chunk(" think")]
-        return completion_response(frames, stall_after=2, stall_seconds=5)
+        return completion_response(frames, stall_after=2, stall_seconds=STALL_S)
 
     stub.on(None, MAIN, slow)
-    env.config["agents"]["defaults"]["llm"]["idleTimeoutSeconds"] = 30
     run = asyncio.create_task(env.run("a long question", abort_signal=controller.signal))
     await streaming.wait()
     controller.abort("user pressed stop")
@@ -802,7 +800,6 @@ def _stalled_summary(arrived: asyncio.Event | None = None) -> Responder:
 async def test_hung_summariser_is_cut_off_by_the_compaction_timeout(env: Env, stub: Stub) -> None:
     defaults = env.config["agents"]["defaults"]
     defaults["compaction"].update({"enabled": False, "timeoutSeconds": 0.5})
-    defaults["llm"]["idleTimeoutSeconds"] = 30
     await env.run("first")
     stub.calls.clear()
     stub.summary = [_stalled_summary()]
@@ -820,7 +817,6 @@ async def test_abort_during_forced_compaction_stops_the_run_without_another_atte
     env: Env, stub: Stub
 ) -> None:
     env.config["agents"]["defaults"]["compaction"]["enabled"] = False
-    env.config["agents"]["defaults"]["llm"]["idleTimeoutSeconds"] = 30
     await env.run("first")
     stub.calls.clear()
     summarising = asyncio.Event()
@@ -845,6 +841,7 @@ async def test_timeout_with_most_of_the_context_used_compacts_and_retries_on_the
     for model in env.config["models"]["providers"]["stub"]["models"]:
         model["contextWindow"] = 16_000
     env.config["agents"]["defaults"]["compaction"]["enabled"] = False
+    env.watch_for_stalls()
     env.workspace.mkdir(exist_ok=True)
     (env.workspace / "notes.txt").write_text("remember the milk\n")
     tool_turn = completion_response(
@@ -855,7 +852,9 @@ async def test_timeout_with_most_of_the_context_used_compacts_and_retries_on_the
             usage_chunk(12_000, 20),  # 75% of the window: past the 65% share
         ]
     )
-    stall = completion_response([role_chunk(), text_chunk("Hmm")], stall_after=1, stall_seconds=5)
+    stall = completion_response(
+        [role_chunk(), text_chunk("Hmm")], stall_after=1, stall_seconds=STALL_S
+    )
     stub.on(None, MAIN, tool_turn, stall, lambda _r: reply("Milk, as noted."))
     result = await env.run("what do my notes say?")
 
@@ -892,7 +891,6 @@ async def test_run_timeout_during_compaction_is_reported_aborted_without_rotatio
 ) -> None:
     defaults = env.config["agents"]["defaults"]
     defaults["compaction"]["timeoutSeconds"] = 0.2  # the deadline's one-time grace
-    defaults["llm"]["idleTimeoutSeconds"] = 30
     await env.run("first")
     stub.calls.clear()
     stub.summary = [
