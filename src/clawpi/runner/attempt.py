@@ -273,6 +273,7 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
     restore_env: Callable[[], None] = lambda: None  # noqa: E731
     session: AgentSession | None = None
     guard: Any = None
+    holder: dict[str, AgentSession] = {}  # lets a client tool abort the session it runs in
     with workspace_cwd(params.workspace_dir):
         try:
             loader = ResourceLoader(
@@ -283,7 +284,6 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
             branch_past_orphaned_user_message(manager)
 
             pending: list[PendingToolCall] = []
-            holder: dict[str, AgentSession] = {}
 
             def on_client_call(call: PendingToolCall) -> None:
                 pending.append(call)
@@ -347,6 +347,7 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
             if guard is not None:
                 guard.uninstall()
             restore_env()
+            holder.clear()  # the tools outlive the attempt in caches and logs; the session need not
     return result
 
 
