@@ -300,3 +300,21 @@ async def test_abort_stops_the_turn_and_keeps_the_partial(make_session: SessionF
     assert last["stopReason"] == "aborted"
     saved = [e for e in lines(session.session_file) if e["type"] == "message"]
     assert saved[-1]["message"]["stopReason"] == "aborted"
+
+
+async def test_abort_stops_a_running_compaction(make_session: SessionFactory) -> None:
+    faux = FauxProvider(
+        [
+            FauxResponse(content=[faux_text("big " * 500)]),
+            FauxResponse(content=[faux_text("slow summary")], delay=30),
+        ]
+    )
+    session = await make_session(faux.model, settings={"compaction": {"keepRecentTokens": 10}})
+    await session.prompt("tell me a lot " * 100)
+    task = asyncio.create_task(session.compact())
+    while not session.is_compacting:
+        await asyncio.sleep(0.001)
+    await session.abort()
+    with pytest.raises(CompactionError, match="aborted"):
+        await task
+    assert not [e for e in session.session_manager.get_entries() if e["type"] == "compaction"]

@@ -16,14 +16,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias, cast
 
-from clawpi.agent import Agent, AgentTool, user_message
+from clawpi.agent import Agent, AgentTool, default_convert_to_llm, user_message
 from clawpi.agent.config import (
     AfterToolCallContext,
     AfterToolCallResult,
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
-from clawpi.ai.abort import AbortSignal
+from clawpi.ai.abort import AbortController, AbortSignal
 from clawpi.ai.models import Model, supports_xhigh
 from clawpi.ai.overflow import is_context_overflow
 from clawpi.ai.types import THINKING_LEVELS, ImageContent, ThinkingLevel
@@ -96,6 +96,7 @@ class AgentSession:
         self._retry_attempt = 0
         self._retry_cancel: asyncio.Event | None = None
         self._compacting = False
+        self._compaction_abort: AbortController | None = None
         self._auto_compaction = settings_manager.settings.compaction.enabled
         self._auto_retry = settings_manager.settings.retry.enabled
         self._next_turn: list[dict[str, Any]] = []
@@ -522,9 +523,15 @@ class AgentSession:
         if self._retry_cancel is not None:
             self._retry_cancel.set()
 
+    def abort_compaction(self) -> None:
+        """Stop a running compaction's summary call (the compaction then fails, writing nothing)."""
+        if self._compaction_abort is not None:
+            self._compaction_abort.abort("Compaction aborted")
+
     async def abort(self) -> None:
-        """Stop the running turn (and a pending retry), then wait until the agent is idle."""
+        """Stop the running turn, a pending retry and a running compaction; wait until idle."""
         self.abort_retry()
+        self.abort_compaction()
         self.agent.abort()
         await self.agent.wait_for_idle()
 
@@ -695,8 +702,27 @@ class AgentSession:
     ) -> CompactionResult:
         model = self.model
         api_key = self.model_registry.get_api_key(model)
+        controller = self._compaction_abort = AbortController()
+        signal = controller.signal
+        try:
+            return await self._summarise_attempts(
+                preparation, custom_instructions, model, api_key, signal
+            )
+        finally:
+            self._compaction_abort = None
+
+    async def _summarise_attempts(
+        self,
+        preparation: Any,
+        custom_instructions: str | None,
+        model: Model,
+        api_key: str | None,
+        signal: AbortSignal,
+    ) -> CompactionResult:
         last_error: str | None = None
         for _attempt in range(COMPACTION_MAX_ATTEMPTS):
+            if signal.aborted:
+                raise CompactionError("Compaction aborted")
             try:
                 return await asyncio.wait_for(
                     compact(
@@ -704,6 +730,7 @@ class AgentSession:
                         model,
                         api_key=api_key,
                         custom_instructions=custom_instructions,
+                        signal=signal,
                         headers=self.model_registry.request_headers(model, api_key),
                     ),
                     COMPACTION_ATTEMPT_TIMEOUT_S,
@@ -889,6 +916,15 @@ class AgentSession:
             await self.extensions.emit({"type": "session_shutdown"}, self.ext_context())
         self._unsubscribe_agent()
         self.extensions.session = None
+        self.extensions.on_error = None
+        # break the agent <-> session reference cycle so both are freed without the cyclic GC
+        agent = self.agent
+        agent.transform_context = None
+        agent.convert_to_llm = default_convert_to_llm
+        agent.before_tool_call = None
+        agent.after_tool_call = None
+        agent.stream_options.on_payload = None
+        self._listeners = []
         self.session_manager.flush()
 
 

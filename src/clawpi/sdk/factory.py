@@ -118,13 +118,20 @@ async def create_agent_session(
     for spec in specs:
         await runner.load_spec(spec)
 
-    all_tools = _build_tools(root, chosen, settings, sandbox=sandbox, workspace_only=workspace_only)
+    requested = list(tools) if tools is not None else list(DEFAULT_TOOLS)
+    supplied = {t.name for t in custom_tools} | set(runner.tools)
+    # the built-in set is only built when something asks for it (a runner that brings its own
+    # tools passes tools=[] and skips the cost on every attempt)
+    all_tools = (
+        _build_tools(root, chosen, settings, sandbox=sandbox, workspace_only=workspace_only)
+        if tools is None or any(name not in supplied for name in requested)
+        else {}
+    )
     for tool in custom_tools:
         all_tools[tool.name] = tool
     for name, registered in runner.tools.items():
         all_tools[name] = registered.tool
-    active = list(tools) if tools is not None else list(DEFAULT_TOOLS)
-    active += [t.name for t in custom_tools] + list(runner.tools)
+    active = requested + [t.name for t in custom_tools] + list(runner.tools)
     unknown = [name for name in active if name not in all_tools]
     if unknown:
         raise AgentSessionError(
