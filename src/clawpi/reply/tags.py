@@ -102,16 +102,22 @@ def finish_block_tags(state: BlockTagState, enforce_final_tag: bool = False) -> 
 
 
 def _advance_indent(state: BlockTagState, segment: str) -> None:
-    if not segment:
+    _advance_indent_span(state, segment, 0, len(segment))
+
+
+def _advance_indent_span(state: BlockTagState, text: str, start: int, end: int) -> None:
+    """Track the current line's leading spaces over `text[start:end]` (without copying it)."""
+    if start >= end:
         return
-    newline = segment.rfind("\n")
+    newline = text.rfind("\n", start, end)
     if newline >= 0:
-        tail = segment[newline + 1 :]
-        state.indent = len(tail) if not tail.strip(" ") else -1
-        if state.fence_opening_line:
-            state.fence_opening_line = False
+        tail = end - newline - 1
+        state.indent = tail if text.count(" ", newline + 1, end) == tail else -1
+        state.fence_opening_line = False
     elif state.indent >= 0:
-        state.indent = state.indent + len(segment) if not segment.strip(" ") else -1
+        state.indent = (
+            state.indent + end - start if text.count(" ", start, end) == end - start else -1
+        )
 
 
 def _could_be_tag(tail: str) -> bool:
@@ -147,12 +153,18 @@ def _scan(text: str, state: BlockTagState, enforce: bool, final: bool) -> str:
         found = _SPECIAL.search(text, i)
         j = n if found is None else found.start()
         if j > i:
-            segment = text[i:j]
-            if state.inline_ticks and "\n" in segment and _has_blank_line(state, segment):
+            newline = text.rfind("\n", i, j)
+            if state.inline_ticks and newline >= 0 and _has_blank_line(state, text[i:j]):
                 state.inline_ticks = 0  # a blank line ends an unclosed inline code span
             if visible:
-                out.append(segment)
-            _advance_indent(state, segment)
+                out.append(text[i:j])
+            # The line's indent (inlined: this runs for every piece of plain text).
+            if newline >= 0:
+                tail = j - newline - 1
+                state.indent = tail if text.count(" ", newline + 1, j) == tail else -1
+                state.fence_opening_line = False
+            elif state.indent >= 0:
+                state.indent = state.indent + j - i if text.count(" ", i, j) == j - i else -1
             i = j
             if j == n:
                 break
@@ -229,11 +241,11 @@ def _scan_thinking(text: str, i: int, state: BlockTagState, final: bool) -> int:
     if j < 0:
         if state.collect_thinking:
             state.thinking_parts.append(text[i:])
-        _advance_indent(state, text[i:])
+        _advance_indent_span(state, text, i, len(text))
         return -1
     if state.collect_thinking and j > i:
         state.thinking_parts.append(text[i:j])
-    _advance_indent(state, text[i:j])
+    _advance_indent_span(state, text, i, j)
     match = _TAG.match(text, j)
     if match is not None:
         if match.group(1) and match.group(2).lower() != FINAL_TAG_NAME:
@@ -259,7 +271,7 @@ def _scan_fence(text: str, i: int, state: BlockTagState, final: bool, out: list[
         if newline < 0:
             if out is not None:
                 out.append(text[i:])
-            _advance_indent(state, text[i:])
+            _advance_indent_span(state, text, i, n)
             return -1
         if out is not None:
             out.append(text[i : newline + 1])
@@ -268,8 +280,10 @@ def _scan_fence(text: str, i: int, state: BlockTagState, final: bool, out: list[
         i = newline + 1
         if i == n:
             return -1
-    # At a line start: look for the closing fence line directly.
-    for close in _FENCE_CLOSE_LINE.finditer(text, i):
+    # At a line start: look for the closing fence line directly (it holds the opening marker,
+    # so text without that marker has none and needs no line-by-line search).
+    closes = _FENCE_CLOSE_LINE.finditer(text, i) if text.find(state.fence, i) >= 0 else ()
+    for close in closes:
         marker = close.group(1)
         if marker[0] != state.fence[0] or len(marker) < len(state.fence):
             continue
@@ -290,7 +304,7 @@ def _scan_fence(text: str, i: int, state: BlockTagState, final: bool, out: list[
         return -1
     if out is not None:
         out.append(text[i:])
-    _advance_indent(state, text[i:])
+    _advance_indent_span(state, text, i, n)
     return -1
 
 
