@@ -26,6 +26,9 @@ _TAG = re.compile(r"<\s*(/?)\s*(think(?:ing)?|thought|antthinking|final)(?=[\s/>
 _TAG_HEAD = re.compile(r"<\s*/?\s*([A-Za-z]*)", re.S)
 _BLOCK_END = "\x1e"
 _SPECIAL = re.compile(r"[<`~]")
+_PLAIN = re.compile(r"(?:[^<`~]++|`[^`<~\n]++`(?=[^`]))*+")
+"""Text that needs no scanning: no tag or fence character except in `single` code spans
+(closed on their line, holding no special, not at the end where more backticks may follow)."""
 _LEADING_BLANK = re.compile(r"[ \t]*\n")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _FENCE_CLOSE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*(\n|\Z)", re.M)
@@ -150,8 +153,13 @@ def _scan(text: str, state: BlockTagState, enforce: bool, final: bool) -> str:
             if i < 0:
                 break
             continue
-        found = _SPECIAL.search(text, i)
-        j = n if found is None else found.start()
+        if state.inline_ticks:
+            found = _SPECIAL.search(text, i)
+            j = n if found is None else found.start()
+        else:
+            # Prose and one-backtick code spans on one line change nothing but the indent, so
+            # one regex call passes them all; the loop takes over at the next special.
+            j = _PLAIN.match(text, i).end()  # type: ignore[union-attr]
         if j > i:
             newline = text.rfind("\n", i, j)
             if state.inline_ticks and newline >= 0 and _has_blank_line(state, text[i:j]):
