@@ -312,17 +312,24 @@ class BlockChunker:
                     return (i, False, False)
                 i = buf.rfind("\n", lo, i)
         if pref != "newline":
-            best = -1
-            for match in _SENTENCE_END.finditer(buf, max(lo - 1, 0), min(len(buf), hi + 1)):
-                cut = match.start() + 1
+            # The last usable sentence end wins: test them from the end, so usually only one.
+            ends = _SENTENCE_END.finditer(buf, max(lo - 1, 0), min(len(buf), hi + 1))
+            for cut in reversed([match.start() + 1 for match in ends]):
                 if lo <= cut <= hi and self._is_safe(cut) and not self._in_code_span(cut):
-                    best = cut
-            if best >= 0:
-                return (best, True, False)
+                    return (cut, True, False)
         return None
 
     def _hard_break(self, lo: int, hi: int) -> _Break:
         buf = self._buf
+        # Usually the last space in range is the cut: find it without listing every space.
+        last = max(buf.rfind(" ", lo, hi + 1), buf.rfind("\n", lo, hi + 1))
+        if (
+            last >= 0
+            and _WHITESPACE.search(buf, last + 1, hi + 1) is None
+            and self._is_safe(last)
+            and not self._in_code_span(last)
+        ):
+            return (last, True, False)
         for match in reversed(list(_WHITESPACE.finditer(buf, lo, hi + 1))):
             at = match.start()
             if at <= hi and self._is_safe(at) and not self._in_code_span(at):

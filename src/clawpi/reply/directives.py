@@ -60,8 +60,8 @@ class ReplyDirectives:
 
 def is_valid_media_source(token: str) -> bool:
     """An https URL to a public host, or a local path that does not climb out with `..`."""
-    if not token or any(c.isspace() for c in token):
-        return False
+    if not token or token.split(None, 1) != [token]:
+        return False  # empty or holding whitespace
     if "://" in token:
         try:
             parts = urlsplit(token)
