@@ -37,6 +37,7 @@ _DIRECTIVE = re.compile(
 )
 _QUOTES = "`'\"<>"
 _FILE_WITH_EXTENSION = re.compile(r"^[\w][\w.\-]*\.[A-Za-z0-9]{1,8}$")
+_DOTTED_DIGITS = re.compile(r"[0-9.]+")
 _BLOCKED_HOSTS = frozenset({"localhost", "localhost.localdomain", "metadata.google.internal"})
 
 
@@ -81,6 +82,8 @@ def _is_private_host(host: str) -> bool:
     host = host.strip("[]").lower()
     if host in _BLOCKED_HOSTS or host.endswith((".localhost", ".local", ".internal")):
         return True
+    if ":" not in host and _DOTTED_DIGITS.fullmatch(host) is None:
+        return False  # a name, not an address (IPv4 is digits and dots, IPv6 has colons)
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
