@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+import orjson
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
@@ -101,6 +102,28 @@ class AgentTool:
         return compiled
 
 
+_COMPILED_CACHE_SIZE = 512
+_compiled_cache: dict[bytes, Any] = {}
+
+
+def _compiled_by_content(schema: dict[str, Any]) -> Any:
+    """Compile each distinct schema once per process: tools are rebuilt per run with equal
+    schemas, and compiling costs far more than serialising the schema to look it up."""
+    try:
+        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # not plain JSON data: compile it as it is
+        return compile_schema(schema)
+    found = _compiled_cache.get(key, _MISSING)
+    if found is _MISSING:
+        if len(_compiled_cache) >= _COMPILED_CACHE_SIZE:
+            _compiled_cache.pop(next(iter(_compiled_cache)))
+        found = _compiled_cache[key] = compile_schema(schema)
+    return found
+
+
+_MISSING = object()
+
+
 class _CompiledParameters:
     """Schema, validator and (for typed parameters) pydantic adapter, built once per tool."""
 
@@ -114,7 +137,7 @@ class _CompiledParameters:
         else:
             self._adapter = TypeAdapter(source)
             self.schema = self._adapter.json_schema()
-        self._fast = compile_schema(self.schema)
+        self._fast = _compiled_by_content(self.schema)
         self._validator: ToolArgumentValidator | None = None
         self._definition: tuple[str, str, Tool] | None = None
 

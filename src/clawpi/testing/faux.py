@@ -10,7 +10,6 @@ everything above the LLM layer runs unchanged on them.
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import inspect
 import itertools
@@ -140,7 +139,13 @@ class _ScriptedBase:
     async def _stream(
         self, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
-        self.requests.append(copy.deepcopy(context))
+        # a snapshot of what was sent: the lists are copied, the finished messages are shared
+        snapshot: Any = dict(context)
+        if "messages" in snapshot:
+            snapshot["messages"] = list(snapshot["messages"])
+        if "tools" in snapshot:
+            snapshot["tools"] = list(snapshot["tools"])
+        self.requests.append(snapshot)
         self.options.append(options)
         response = await self._next_response(context, options)
         delay = self.delay if response.delay is None else response.delay

@@ -12,6 +12,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from clawpi.ai.providers.google_schema import clean_schema_for_gemini
 
 XAI_UNSUPPORTED_KEYWORDS = frozenset(
@@ -142,6 +144,10 @@ def to_openai_strict(node: Any) -> Any:
     return out
 
 
+_CLEAN_CACHE_SIZE = 512
+_clean_cache: dict[tuple[bytes, str | None, str | None, bool], dict[str, Any]] = {}
+
+
 def clean_tool_schema(
     schema: Mapping[str, Any],
     *,
@@ -149,7 +155,32 @@ def clean_tool_schema(
     provider: str | None = None,
     strict: bool = False,
 ) -> dict[str, Any]:
-    """The schema to send for a tool to this provider; the input is never mutated."""
+    """The schema to send for a tool to this provider; the input is never mutated.
+
+    Results are cached by content (tools are rebuilt for every run with the same schemas); the
+    returned dict is shared, so treat it as read-only.
+    """
+    try:
+        key = (orjson.dumps(schema, option=orjson.OPT_SORT_KEYS), api, provider, strict)
+    except TypeError:
+        return _clean_tool_schema(schema, api=api, provider=provider, strict=strict)
+    cached = _clean_cache.get(key)
+    if cached is None:
+        if len(_clean_cache) >= _CLEAN_CACHE_SIZE:
+            _clean_cache.pop(next(iter(_clean_cache)))
+        cached = _clean_cache[key] = _clean_tool_schema(
+            schema, api=api, provider=provider, strict=strict
+        )
+    return cached
+
+
+def _clean_tool_schema(
+    schema: Mapping[str, Any],
+    *,
+    api: str | None,
+    provider: str | None,
+    strict: bool,
+) -> dict[str, Any]:
     family = provider_family(api, provider)
     result = flatten_top_level(schema)
     if family == "gemini":
