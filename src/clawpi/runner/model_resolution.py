@@ -54,15 +54,8 @@ def resolve_model(
 ) -> tuple[Model | None, str | None]:
     """(model, None) or (None, "Unknown model: p/m")."""
     found = registry.find(provider, model_id)
-    if found is None:
-        found = next(
-            (
-                m
-                for m in registry.get_all()
-                if _normalise(m.provider) == _normalise(provider) and m.id == model_id
-            ),
-            None,
-        )
+    if found is None and _normalise(provider) != provider:
+        found = registry.find(_normalise(provider), model_id)
     configured = _find_provider(config, provider)
     if found is not None:
         if configured is not None:
