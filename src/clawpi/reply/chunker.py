@@ -244,6 +244,17 @@ class BlockChunker:
         i = bisect.bisect_left(self._span_starts, raw) - 1
         return i < 0 or raw >= self._spans[i].end
 
+    def _safe_below(self, raw: int) -> int:
+        """For an unsafe cut at `raw`, the highest index below it worth testing next.
+
+        Inside a closed fence that is the fence's start (every line of the code between is
+        unsafe too); otherwise the index just before.
+        """
+        i = bisect.bisect_left(self._span_starts, raw) - 1
+        if i >= 0 and raw < self._spans[i].end:
+            return self._spans[i].start
+        return raw - 1
+
     def _in_code_span(self, raw: int) -> bool:
         """Whether `raw` falls inside an inline code span of its line (`like this`)."""
         buf = self._buf
@@ -304,13 +315,13 @@ class BlockChunker:
             while i >= lo:
                 if self._is_safe(i):
                     return (i, False, False)
-                i = buf.rfind("\n\n", lo, i + 1)
+                i = buf.rfind("\n\n", lo, self._safe_below(i) + 2)
         if pref in ("paragraph", "newline"):
             i = buf.rfind("\n", lo, hi + 1)
             while i >= lo:
                 if self._is_safe(i):
                     return (i, False, False)
-                i = buf.rfind("\n", lo, i)
+                i = buf.rfind("\n", lo, self._safe_below(i) + 1)
         if pref != "newline":
             # The last usable sentence end wins: test them from the end, so usually only one.
             ends = _SENTENCE_END.finditer(buf, max(lo - 1, 0), min(len(buf), hi + 1))
