@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from clawpi.sdk import AgentSessionError
-from clawpi.sdk.agent_session import OVERFLOW_RECOVERY_FAILED
 from clawpi.sdk.compaction import CompactionError
+from clawpi.sdk.session_compaction import OVERFLOW_RECOVERY_FAILED
 from clawpi.session import SessionManager
 from clawpi.testing import FauxProvider, FauxResponse, faux_text, faux_tool_call
 from tests.sdk.conftest import SessionFactory, record

@@ -11,7 +11,7 @@ from clawpi.ai.models import Model
 from clawpi.ai.types import THINKING_LEVELS, ThinkingLevel
 from clawpi.errors import ConfigError
 from clawpi.sdk import AgentSession, AuthStorage, ModelRegistry, ResourceLoader, SettingsManager
-from clawpi.sdk.agent_session import _is_local
+from clawpi.sdk.agent_session import is_local_model
 from clawpi.sdk.factory import create_agent_session, find_initial_model
 from clawpi.sdk.paths import agent_dir as default_agent_dir
 from clawpi.session import SessionManager
@@ -128,7 +128,7 @@ async def build_session(options: RunOptions) -> AgentSession:
         auth.set_runtime_api_key(
             model.provider if model else (options.provider or ""), options.api_key
         )
-    if model is not None and registry.get_api_key(model) is None and not _is_local(model):
+    if model is not None and registry.get_api_key(model) is None and not is_local_model(model):
         raise _credentials_error(model, auth)
     if model is None and find_initial_model(registry, settings) is None:
         raise ConfigError(

@@ -23,39 +23,27 @@ from clawpi.agent.config import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
-from clawpi.ai.abort import AbortController, AbortSignal
+from clawpi.ai.abort import AbortSignal
 from clawpi.ai.models import Model, supports_xhigh
-from clawpi.ai.overflow import is_context_overflow
 from clawpi.ai.types import THINKING_LEVELS, ImageContent, ThinkingLevel
 from clawpi.errors import ClawpiError
 from clawpi.sdk.compaction import (
-    CompactionError,
     CompactionResult,
-    calculate_context_tokens,
-    compact,
     estimate_context_tokens,
-    prepare_compaction,
-    should_compact,
 )
 from clawpi.sdk.extensions import ExtensionContext, ExtensionRunner
 from clawpi.sdk.registry import ModelRegistry
 from clawpi.sdk.resources import ResourceLoader, split_frontmatter
 from clawpi.sdk.retry import RETRY_CANCELLED, is_retryable_error, retry_delay_ms
+from clawpi.sdk.session_compaction import SessionCompaction
 from clawpi.sdk.settings import SettingsManager
 from clawpi.sdk.system_prompt import build_system_prompt
 from clawpi.session import SessionManager
-from clawpi.session.context import iso_to_ms
 
 log = logging.getLogger(__name__)
 
 SessionListener: TypeAlias = Callable[[dict[str, Any]], Awaitable[None] | None]
 
-OVERFLOW_RECOVERY_FAILED = (
-    "Context overflow recovery failed after one compact-and-retry attempt. "
-    "Try reducing context or switching to a larger-context model."
-)
-COMPACTION_ATTEMPT_TIMEOUT_S = 300.0
-COMPACTION_MAX_ATTEMPTS = 2
 IMAGE_BLOCKED_TEXT = "Image reading is disabled."
 
 
@@ -92,12 +80,11 @@ class AgentSession:
         self._listeners: list[SessionListener] = []
         self._background: set[asyncio.Future[Any]] = set()
         self._turn_index = 0
-        self._overflow_attempted = False
         self._retry_attempt = 0
         self._retry_cancel: asyncio.Event | None = None
-        self._compacting = False
-        self._compaction_abort: AbortController | None = None
-        self._auto_compaction = settings_manager.settings.compaction.enabled
+        self.compaction = SessionCompaction(
+            self, enabled=settings_manager.settings.compaction.enabled
+        )
         self._auto_retry = settings_manager.settings.retry.enabled
         self._next_turn: list[dict[str, Any]] = []
         self._base_system_prompt = ""
@@ -132,7 +119,7 @@ class AgentSession:
 
     @property
     def is_compacting(self) -> bool:
-        return self._compacting
+        return self.compaction.running
 
     @property
     def session_file(self) -> Path | None:
@@ -148,10 +135,10 @@ class AgentSession:
 
     @property
     def auto_compaction_enabled(self) -> bool:
-        return self._auto_compaction
+        return self.compaction.enabled
 
     def set_auto_compaction_enabled(self, enabled: bool) -> None:
-        self._auto_compaction = enabled
+        self.compaction.enabled = enabled
 
     def set_auto_retry_enabled(self, enabled: bool) -> None:
         self._auto_retry = enabled
@@ -188,6 +175,14 @@ class AgentSession:
             self._listeners = [item for item in self._listeners if item is not listener]
 
         return unsubscribe
+
+    async def compact(self, custom_instructions: str | None = None) -> CompactionResult | None:
+        """Compact now (the running turn is aborted first). None when there is nothing to do."""
+        return await self.compaction.compact_now(custom_instructions)
+
+    async def emit(self, event: dict[str, Any]) -> None:
+        """Send a session-level event to the listeners (after the agent's own events)."""
+        await self._emit(event)
 
     async def _emit(self, event: dict[str, Any]) -> None:
         for listener in self._listeners:
@@ -272,7 +267,7 @@ class AgentSession:
         if kind == "agent_start":
             self._turn_index = 0
         elif kind == "message_start" and event["message"].get("role") == "user":
-            self._overflow_attempted = False
+            self.compaction.overflow_attempted = False
         elif kind == "message_end":
             self._persist(event["message"])
         if self.extensions.has_handlers(kind):
@@ -297,7 +292,7 @@ class AgentSession:
         elif role in ("user", "assistant", "toolResult", "bashExecution"):
             self.session_manager.append_message(dict(message))
             if role == "assistant" and message.get("stopReason") != "error":
-                self._overflow_attempted = False
+                self.compaction.overflow_attempted = False
 
     # -- tools and system prompt -----------------------------------------------------------
 
@@ -368,7 +363,7 @@ class AgentSession:
         await self._require_credentials()
         last = self._last_assistant()
         if last is not None:
-            await self._check_compaction(last, before_prompt=True)
+            await self.compaction.check(last, before_prompt=True)
         messages: list[Any] = [user_message(text, image_list)]
         messages.extend(self._next_turn)
         self._next_turn = []
@@ -432,7 +427,7 @@ class AgentSession:
 
     async def _require_credentials(self) -> None:
         model = self.model
-        if self.model_registry.get_api_key(model) is None and not _is_local(model):
+        if self.model_registry.get_api_key(model) is None and not is_local_model(model):
             raise AgentSessionError(
                 self.model_registry.auth_storage.describe_missing(model.provider)
             )
@@ -459,7 +454,7 @@ class AgentSession:
                     {"type": "auto_retry_end", "success": True, "attempt": self._retry_attempt}
                 )
                 self._retry_attempt = 0
-            if await self._check_compaction(last):
+            if await self.compaction.check(last):
                 await self.agent.continue_()
                 continue
             return
@@ -488,7 +483,7 @@ class AgentSession:
                 "errorMessage": last.get("errorMessage"),
             }
         )
-        self._drop_message(last)
+        self.drop_from_context(last)
         cancel = self._retry_cancel = asyncio.Event()
         try:
             await asyncio.wait_for(cancel.wait(), delay / 1000)
@@ -511,7 +506,7 @@ class AgentSession:
         await self.agent.continue_()
         return True
 
-    def _drop_message(self, message: Mapping[str, Any]) -> None:
+    def drop_from_context(self, message: Mapping[str, Any]) -> None:
         """Out of the model's context; the session file keeps it."""
         messages = self.agent.state.messages
         for index in range(len(messages) - 1, -1, -1):
@@ -525,8 +520,7 @@ class AgentSession:
 
     def abort_compaction(self) -> None:
         """Stop a running compaction's summary call (the compaction then fails, writing nothing)."""
-        if self._compaction_abort is not None:
-            self._compaction_abort.abort("Compaction aborted")
+        self.compaction.abort()
 
     async def abort(self) -> None:
         """Stop the running turn, a pending retry and a running compaction; wait until idle."""
@@ -534,219 +528,6 @@ class AgentSession:
         self.abort_compaction()
         self.agent.abort()
         await self.agent.wait_for_idle()
-
-    # -- compaction ------------------------------------------------------------------------
-
-    async def _check_compaction(self, last: dict[str, Any], *, before_prompt: bool = False) -> bool:
-        """Compact if needed; True when the agent should continue the turn afterwards."""
-        settings = self.settings_manager.settings.compaction
-        if not self._auto_compaction or not settings.enabled:
-            return False
-        if not before_prompt and last.get("stopReason") == "aborted":
-            return False
-        branch = self.session_manager.get_branch()
-        if branch and branch[-1].get("type") == "compaction":
-            return False  # nothing has happened since the last compaction
-        latest = next((e for e in reversed(branch) if e.get("type") == "compaction"), None)
-        # Strictly older than the latest compaction: the reply that follows a compaction can
-        # share its millisecond.
-        if latest is not None and (last.get("timestamp") or 0) < (
-            iso_to_ms(latest.get("timestamp")) or 0
-        ):
-            return False
-        model = self.model
-        same_model = last.get("provider") == model.provider and last.get("model") == model.id
-        if same_model and is_context_overflow(cast(Any, last), model.context_window):
-            if self._overflow_attempted:
-                await self._emit(
-                    {
-                        "type": "auto_compaction_end",
-                        "result": None,
-                        "aborted": False,
-                        "willRetry": False,
-                        "errorMessage": OVERFLOW_RECOVERY_FAILED,
-                    }
-                )
-                return False
-            self._overflow_attempted = True
-            self._drop_message(last)
-            return await self._auto_compact("overflow", will_retry=not before_prompt)
-        if last.get("stopReason") == "error":
-            has_usage = any(
-                m.get("role") == "assistant"
-                and m.get("usage")
-                and m.get("stopReason") not in ("error", "aborted")
-                for m in self.messages
-            )
-            if not has_usage:
-                return False
-            tokens = estimate_context_tokens(self.messages)
-        else:
-            tokens = calculate_context_tokens(last.get("usage") or {})
-        if should_compact(tokens, model.context_window, settings.reserve_tokens):
-            done = await self._auto_compact("threshold", will_retry=False)
-            return done and not before_prompt and self.agent.has_queued_messages()
-        return False
-
-    async def _auto_compact(self, reason: str, *, will_retry: bool) -> bool:
-        await self._emit({"type": "auto_compaction_start", "reason": reason})
-        try:
-            result = await self._compact_now(None)
-        except CompactionError as exc:
-            prefix = (
-                "Context overflow recovery failed"
-                if reason == "overflow"
-                else "Auto-compaction failed"
-            )
-            aborted = str(exc) == "Compaction cancelled"
-            await self._emit(
-                {
-                    "type": "auto_compaction_end",
-                    "result": None,
-                    "aborted": aborted,
-                    "willRetry": False,
-                    "errorMessage": f"{prefix}: {exc}",
-                }
-            )
-            return False
-        await self._emit(
-            {
-                "type": "auto_compaction_end",
-                "result": _result_dict(result) if result else None,
-                "aborted": False,
-                "willRetry": will_retry and result is not None,
-            }
-        )
-        return result is not None
-
-    async def compact(self, custom_instructions: str | None = None) -> CompactionResult | None:
-        """Compact now (the running turn is aborted first). None when there is nothing to do."""
-        if self.is_streaming:
-            await self.abort()
-        branch = self.session_manager.get_branch()
-        if branch and branch[-1].get("type") == "compaction":
-            raise CompactionError("Already compacted")
-        return await self._compact_now(custom_instructions)
-
-    async def _compact_now(self, custom_instructions: str | None) -> CompactionResult | None:
-        settings = self.settings_manager.settings.compaction
-        branch = self.session_manager.get_branch()
-        preparation = prepare_compaction(
-            branch,
-            reserve_tokens=settings.reserve_tokens,
-            keep_recent_tokens=settings.keep_recent_tokens,
-        )
-        if preparation is None or preparation.is_empty:
-            return None
-        self._compacting = True
-        try:
-            hook = await self.extensions.emit_before_compact(
-                {
-                    "type": "session_before_compact",
-                    "preparation": preparation,
-                    "branchEntries": branch,
-                    "customInstructions": custom_instructions,
-                },
-                self.ext_context(),
-            )
-            from_hook = False
-            if hook is not None and hook.get("cancel"):
-                raise CompactionError("Compaction cancelled")
-            if hook is not None and isinstance(hook.get("compaction"), Mapping):
-                given = hook["compaction"]
-                result = CompactionResult(
-                    summary=str(given.get("summary", "")),
-                    first_kept_entry_id=str(
-                        given.get("firstKeptEntryId") or preparation.first_kept_entry_id
-                    ),
-                    tokens_before=int(given.get("tokensBefore") or preparation.tokens_before),
-                    details=given.get("details"),
-                )
-                from_hook = True
-            else:
-                result = await self._summarise(preparation, custom_instructions)
-            entry_id = self.session_manager.append_compaction(
-                result.summary,
-                result.first_kept_entry_id,
-                result.tokens_before,
-                result.details,
-                from_hook,
-            )
-        finally:
-            self._compacting = False
-        rebuilt: list[Any] = self.session_manager.build_session_context().agent_messages
-        if (
-            rebuilt
-            and rebuilt[-1].get("role") == "assistant"
-            and rebuilt[-1].get("stopReason")
-            in (
-                "error",
-                "aborted",
-            )
-        ):
-            rebuilt.pop()  # the failed reply stays in the file, not in what is sent next
-        self.agent.state.messages = rebuilt
-        if self.extensions.has_handlers("session_compact"):
-            await self.extensions.emit(
-                {
-                    "type": "session_compact",
-                    "compactionEntry": self.session_manager.get_entry(entry_id),
-                    "fromExtension": from_hook,
-                },
-                self.ext_context(),
-            )
-        return result
-
-    async def _summarise(
-        self, preparation: Any, custom_instructions: str | None
-    ) -> CompactionResult:
-        model = self.model
-        api_key = self.model_registry.get_api_key(model)
-        controller = self._compaction_abort = AbortController()
-        signal = controller.signal
-        try:
-            return await self._summarise_attempts(
-                preparation, custom_instructions, model, api_key, signal
-            )
-        finally:
-            self._compaction_abort = None
-
-    async def _summarise_attempts(
-        self,
-        preparation: Any,
-        custom_instructions: str | None,
-        model: Model,
-        api_key: str | None,
-        signal: AbortSignal,
-    ) -> CompactionResult:
-        last_error: str | None = None
-        for _attempt in range(COMPACTION_MAX_ATTEMPTS):
-            if signal.aborted:
-                raise CompactionError("Compaction aborted")
-            try:
-                return await asyncio.wait_for(
-                    compact(
-                        preparation,
-                        model,
-                        api_key=api_key,
-                        custom_instructions=custom_instructions,
-                        signal=signal,
-                        headers=self.model_registry.request_headers(model, api_key),
-                    ),
-                    COMPACTION_ATTEMPT_TIMEOUT_S,
-                )
-            except TimeoutError:
-                last_error = f"timed out after {COMPACTION_ATTEMPT_TIMEOUT_S:.0f}s"
-            except CompactionError as exc:
-                transient = is_retryable_error(
-                    {"role": "assistant", "stopReason": "error", "errorMessage": str(exc)}
-                )
-                if not transient:
-                    raise
-                last_error = str(exc)
-        raise CompactionError(
-            f"Summarization failed after {COMPACTION_MAX_ATTEMPTS} attempts: {last_error}"
-        )
 
     # -- model and thinking ----------------------------------------------------------------
 
@@ -781,7 +562,7 @@ class AgentSession:
         return clamped
 
     async def set_model(self, model: Model) -> None:
-        if self.model_registry.get_api_key(model) is None and not _is_local(model):
+        if self.model_registry.get_api_key(model) is None and not is_local_model(model):
             raise AgentSessionError(f"No API key for {model.provider}/{model.id}")
         previous = self.model
         self.agent.state.model = model
@@ -959,16 +740,8 @@ def _block_images(message: Any) -> Any:
     return {**message, "content": parts}
 
 
-def _result_dict(result: CompactionResult) -> dict[str, Any]:
-    return {
-        "summary": result.summary,
-        "firstKeptEntryId": result.first_kept_entry_id,
-        "tokensBefore": result.tokens_before,
-        "details": result.details,
-    }
-
-
-def _is_local(model: Model) -> bool:
+def is_local_model(model: Model) -> bool:
+    """Loopback servers and the scripted test providers need no real API key."""
     from urllib.parse import urlparse
 
     host = urlparse(model.base_url).hostname or ""

@@ -10,7 +10,7 @@ from typing import Any, cast
 from clawpi.agent import Agent, AgentTool
 from clawpi.ai.models import Model
 from clawpi.ai.types import THINKING_LEVELS, ThinkingLevel
-from clawpi.sdk.agent_session import AgentSession, AgentSessionError, _is_local
+from clawpi.sdk.agent_session import AgentSession, AgentSessionError, is_local_model
 from clawpi.sdk.auth import AuthStorage
 from clawpi.sdk.extensions import ExtensionAPI, ExtensionRunner, discover_extension_paths
 from clawpi.sdk.paths import agent_dir as default_agent_dir
@@ -44,7 +44,7 @@ def find_initial_model(registry: ModelRegistry, settings: SettingsManager) -> Mo
     provider, model_id = settings.get_default_model()
     if provider and model_id:
         model = registry.find(provider, model_id)
-        if model is not None and (registry.get_api_key(model) or _is_local(model)):
+        if model is not None and (registry.get_api_key(model) or is_local_model(model)):
             return model
     available = registry.get_available()
     if not available:
@@ -89,7 +89,7 @@ async def create_agent_session(
     chosen = model
     if chosen is None and resumed and existing.model:
         restored = registry.find(existing.model["provider"], existing.model["modelId"])
-        if restored is not None and (registry.get_api_key(restored) or _is_local(restored)):
+        if restored is not None and (registry.get_api_key(restored) or is_local_model(restored)):
             chosen = restored
         else:
             fallback_message = (
@@ -147,7 +147,7 @@ async def create_agent_session(
             if current.provider == provider
             else auth.get_api_key(provider)
         )
-        if key is None and not _is_local(current):
+        if key is None and not is_local_model(current):
             raise AgentSessionError(auth.describe_missing(provider))
         return key
 
