@@ -247,9 +247,14 @@ class BlockChunker:
     def _safe_below(self, raw: int) -> int:
         """For an unsafe cut at `raw`, the highest index below it worth testing next.
 
-        Inside a closed fence that is the fence's start (every line of the code between is
-        unsafe too); otherwise the index just before.
+        Inside a fence (open, closed or still being opened) that is the fence's start: every
+        cut between is unsafe too. Otherwise the index just before.
         """
+        fence = self._fence
+        if fence is not None and raw > fence.start:
+            return fence.start
+        if 0 <= self._partial_fence < raw:
+            return self._partial_fence
         i = bisect.bisect_left(self._span_starts, raw) - 1
         if i >= 0 and raw < self._spans[i].end:
             return self._spans[i].start
@@ -341,10 +346,14 @@ class BlockChunker:
             and not self._in_code_span(last)
         ):
             return (last, True, False)
-        for match in reversed(list(_WHITESPACE.finditer(buf, lo, hi + 1))):
-            at = match.start()
-            if at <= hi and self._is_safe(at) and not self._in_code_span(at):
+        spaces = [match.start() for match in _WHITESPACE.finditer(buf, lo, hi + 1)]
+        k = len(spaces) - 1
+        while k >= 0:
+            at = spaces[k]
+            if self._is_safe(at) and not self._in_code_span(at):
                 return (at, True, False)
+            # Skip the spaces that are unsafe for the same reason (the rest of a fence).
+            k = bisect.bisect_right(spaces, self._safe_below(at), 0, k) - 1
         fence = self._fence_at(hi) or self._closed_fence_at(hi)
         if fence is None:
             if self._start < self._partial_fence < hi:
