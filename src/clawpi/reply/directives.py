@@ -16,6 +16,7 @@ import bisect
 import dataclasses
 import ipaddress
 import re
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 SILENT_REPLY_TOKEN = "NO_REPLY"
@@ -23,6 +24,7 @@ SILENT_REPLY_TOKEN = "NO_REPLY"
 _MEDIA_HINT = re.compile(r"media:", re.IGNORECASE)
 _MEDIA_LINES = re.compile(r"^[ \t]*MEDIA:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
 _FENCE_LINES = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
+_FENCE_MARKER = re.compile(r"```|~~~")
 _INLINE_CODE = re.compile(r"(`(?<!``)`*)(?!`)[^\n]*?(?<!`)\1(?!`)")
 """An inline code span; it starts with a literal backtick (a run not preceded by one) so the
 regex engine can jump between backticks instead of trying every position."""
@@ -126,12 +128,33 @@ def split_media_from_output(raw: str) -> tuple[str, list[str]]:
     return "".join(out), media
 
 
+def _fence_lines(text: str) -> Iterator[re.Match[str]]:
+    """`_FENCE_LINES.finditer(text)`, found by jumping between fence markers, not line by line."""
+    pos = 0
+    while True:
+        marker = _FENCE_MARKER.search(text, pos)
+        if marker is None:
+            return
+        at = marker.start()
+        line_start = text.rfind("\n", 0, at) + 1
+        if at - line_start <= 3 and text.count(" ", line_start, at) == at - line_start:
+            line = _FENCE_LINES.match(text, line_start)
+            if line is not None:
+                yield line
+                pos = line.end()
+                continue
+        newline = text.find("\n", at)
+        if newline < 0:
+            return
+        pos = newline + 1
+
+
 def _fence_ranges(text: str) -> list[tuple[int, int]]:
     """Character ranges of fenced code blocks (an unclosed fence runs to the end)."""
     ranges: list[tuple[int, int]] = []
     fence = ""
     fence_start = 0
-    for match in _FENCE_LINES.finditer(text):
+    for match in _fence_lines(text):
         marker = match.group(1)
         if not fence:
             fence, fence_start = marker, match.start()
@@ -215,6 +238,10 @@ def parse_reply_directives(
     silent_token: str = SILENT_REPLY_TOKEN,
 ) -> ReplyDirectives:
     """Take the directives out of a reply; the text that remains is what the user reads."""
+    if "[[" not in text and "a:" not in text and "A:" not in text:
+        # No tag and no "media:" (whatever its case): the text is the model's, as most are.
+        plain = text.strip()
+        return ReplyDirectives(text=plain, is_silent=plain == silent_token)
     cleaned, media = split_media_from_output(text)
     result = ReplyDirectives(text="", media_urls=media)
     if "[[" in cleaned:
