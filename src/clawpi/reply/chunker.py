@@ -29,7 +29,7 @@ DEFAULT_TEXT_CHUNK_LIMIT = 4000
 _COMPACT_AFTER = 4096
 
 _FENCE_LINE = re.compile(r"( {0,3})(`{3,}|~{3,})([^\n]*)")
-_FENCE_LINE_START = re.compile(r"^ {0,3}(?:`{3,}|~{3,})", re.M)
+_FENCE_MARKER = re.compile(r"```|~~~")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _WHITESPACE = re.compile(r"\s")
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
@@ -199,13 +199,17 @@ class BlockChunker:
         line = max(self._line, self._start)
         last_newline = buf.rfind("\n", line)
         if last_newline >= 0:
-            # Only lines that start with a fence marker matter: find them, not every line (and
-            # most text holds no marker at all, which two substring searches tell at C speed).
+            # Only lines that start with a fence marker matter: jump between markers and keep
+            # those with at most three spaces before them, instead of trying every line.
             end = last_newline + 1
-            if buf.find("```", line, end) >= 0 or buf.find("~~~", line, end) >= 0:
-                for match in _FENCE_LINE_START.finditer(buf, line, end):
-                    start = match.start()
-                    self._parse_line(start, buf.find("\n", start))
+            pos = line
+            while (marker := _FENCE_MARKER.search(buf, pos, end)) is not None:
+                at = marker.start()
+                start = buf.rfind("\n", 0, at) + 1
+                newline = buf.find("\n", at)
+                if start >= line and at - start <= 3 and buf.count(" ", start, at) == at - start:
+                    self._parse_line(start, newline)
+                pos = newline + 1
             line = end
         if final and line < len(buf):
             self._parse_line(line, len(buf))
