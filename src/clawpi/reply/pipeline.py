@@ -122,12 +122,12 @@ class BlockReplyPipeline:
         elif not after_stop:
             self._after_stop = "." in delta or "!" in delta or "?" in delta
         if raw_len < self._hard_threshold:
-            last = max(delta.rfind("\n"), delta.rfind("."), delta.rfind("!"), delta.rfind("?"))
-            if last < 0:
-                if not after_stop:
-                    return _NONE
-                if not (_WHITESPACE.search(delta) if hidden else delta[:1].isspace()):
-                    return _NONE
+            if "\n" in delta or "." in delta or "!" in delta or "?" in delta:
+                last = max(delta.rfind("\n"), delta.rfind("."), delta.rfind("!"), delta.rfind("?"))
+            elif after_stop and (_WHITESPACE.search(delta) if hidden else delta[:1].isspace()):
+                last = -1  # the break is the stop just before this delta
+            else:
+                return _NONE
             if self._base + before + last + 1 < self._min_chars:
                 return _NONE
         return self._process(False)
