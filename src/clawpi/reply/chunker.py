@@ -30,6 +30,7 @@ _COMPACT_AFTER = 4096
 
 _FENCE_LINE = re.compile(r"( {0,3})(`{3,}|~{3,})([^\n]*)")
 _FENCE_MARKER = re.compile(r"```|~~~")
+_STOP_CHARS = frozenset(".!?")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _WHITESPACE = re.compile(r"\s")
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
@@ -123,6 +124,12 @@ class BlockChunker:
         if not self.has_buffered():
             return ""
         return self._prefix + self._buf[self._start :] + "".join(self._pending)
+
+    def ends_with_stop(self) -> bool:
+        """The buffered text ends with `.`, `!` or `?` (whitespace after it would be a break)."""
+        if self._pending:
+            return self._pending[-1][-1:] in _STOP_CHARS
+        return len(self._buf) > self._start and self._buf[-1] in _STOP_CHARS
 
     def open_fence_marker(self) -> str:
         """The marker character of an open fenced block that nothing buffered can close ("").

@@ -70,6 +70,8 @@ class BlockReplyPipeline:
         self._maybe_hidden = (
             tags.thinking or bool(pending) or (self.enforce_final_tag and not tags.final)
         )
+        # Only a stop the reader will see can become a break: hidden text after it does not.
+        self._after_stop = chunker.ends_with_stop()
         base = chunker.size + len(pending)
         self._hard_threshold = max(1, chunker.max_chars - base)
         if chunker.flush_on_paragraph:
