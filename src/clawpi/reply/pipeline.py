@@ -1,10 +1,12 @@
 """Text deltas in, finished visible blocks out: thinking tags stripped, then chunked.
 
-Most deltas cannot finish a block: until the buffered text plus the new deltas reach the
-chunker's `min_chars`, no break may be taken. Those deltas are only collected, and stripped and
+Most deltas cannot finish a block: none before the text reaches the chunker's `min_chars`, none
+without a newline or a sentence end past that point, none inside fenced code until a closing
+line may have arrived (short of `max_chars`). Those deltas are only collected, and stripped and
 chunked together once they could matter, so a stream costs little more per delta than
-concatenating it. Both steps give the same text however the input is cut, so deferring the work
-never changes what the user reads, and it adds no delay: a block is cut as soon as it could be.
+concatenating it. The tests are upper bounds on the visible text (stripping only removes text;
+held-back tag text counts), so every block comes out after the very delta that stripping and
+chunking each delta on its own would give it: deferring never changes what the user reads or when.
 """
 
 from __future__ import annotations
