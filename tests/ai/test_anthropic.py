@@ -12,6 +12,7 @@ from clawpi.ai import AbortController, Model, get_model, is_context_overflow, st
 from clawpi.ai.providers.anthropic_convert import build_request, normalize_tool_call_id
 from clawpi.ai.types import AssistantMessage, AssistantMessageEvent, Context
 from tests.fakes import anthropic_sse as sse
+from tests.fakes.events import assert_event_order
 from tests.fakes.http_server import FakeServer
 
 API_KEY = "sk-ant-api03-test-key"
@@ -35,35 +36,6 @@ async def run(
     result = stream(model, context, **options)
     events = [event async for event in result]
     return events, await result.result()
-
-
-def assert_event_order(events: list[AssistantMessageEvent]) -> None:
-    """pi §1.3: start first; per block X_start, X_delta*, X_end; exactly one done/error last."""
-    assert events[-1]["type"] in ("done", "error")
-    assert sum(e["type"] in ("done", "error") for e in events) == 1
-    body = events[:-1]
-    if body:
-        assert body[0]["type"] == "start"
-        assert all(e["type"] != "start" for e in body[1:])
-    open_blocks: dict[int, str] = {}
-    started = 0
-    for event in body[1:]:
-        kind, _, phase = event["type"].partition("_")
-        index = event["contentIndex"]  # type: ignore[typeddict-item]
-        block = event["partial"]["content"][index]  # type: ignore[typeddict-item]
-        assert {"text": "text", "thinking": "thinking", "toolcall": "toolCall"}[kind] == block[
-            "type"
-        ]
-        if phase == "start":
-            assert index == started
-            started += 1
-            open_blocks[index] = kind
-        else:
-            assert open_blocks.get(index) == kind
-            if phase == "end":
-                del open_blocks[index]
-    if events[-1]["type"] == "done":
-        assert not open_blocks
 
 
 def types_of(events: list[AssistantMessageEvent]) -> list[str]:

@@ -10,8 +10,9 @@ import pytest
 
 from clawpi.ai import AbortController, Model, get_model, is_context_overflow, stream
 from clawpi.ai.stream import StreamOptions
-from clawpi.ai.types import AssistantMessage, AssistantMessageEvent, Context
+from clawpi.ai.types import AssistantMessageEvent, Context
 from tests.fakes import gemini_sse as g
+from tests.fakes.events import assert_event_order, final
 from tests.fakes.http_server import FakeServer
 
 PATH = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
@@ -32,34 +33,6 @@ async def collect(
 ) -> list[AssistantMessageEvent]:
     options.setdefault("api_key", "test-key")
     return [event async for event in stream(model, context, StreamOptions(**options))]
-
-
-def final(events: list[AssistantMessageEvent]) -> AssistantMessage:
-    last: Any = events[-1]
-    return last["message"] if last["type"] == "done" else last["error"]
-
-
-def assert_event_order(events: list[AssistantMessageEvent]) -> None:
-    """pi-mono §1.3: start first; per block X_start, X_delta*, X_end; one terminal event last."""
-    assert events[0]["type"] == "start"
-    assert events[-1]["type"] in ("done", "error")
-    assert sum(e["type"] in ("done", "error") for e in events) == 1
-    open_index: int | None = None
-    open_kind = ""
-    next_index = 0
-    for event in events[1:-1]:
-        block_kind, _, step = event["type"].partition("_")
-        index = event["contentIndex"]  # type: ignore[typeddict-item]
-        if step == "start":
-            assert open_index is None, f"{event['type']} while block {open_index} is open"
-            assert index == next_index
-            open_index, open_kind = index, block_kind
-            next_index += 1
-        else:
-            assert (index, block_kind) == (open_index, open_kind), event["type"]
-            if step == "end":
-                open_index = None
-    assert open_index is None or events[-1]["type"] == "error"
 
 
 # -- answers ---------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from clawpi.ai import AbortController, Model, get_model, is_context_overflow, stream
-from clawpi.ai.types import AssistantMessage, AssistantMessageEvent, Context
-from tests.fakes.http_server import FakeResponse, FakeServer, RecordedRequest, sse_frame
+from clawpi.ai.types import AssistantMessageEvent, Context
+from tests.fakes.events import assert_event_order, final, only_request
+from tests.fakes.http_server import FakeResponse, FakeServer, sse_frame
 from tests.fakes.responses_sse import ResponsesStream, error_body, usage_json
 
 KEY = "sk-test-responses"
@@ -30,39 +31,6 @@ async def run(
 ) -> list[AssistantMessageEvent]:
     options.setdefault("api_key", KEY)
     return [event async for event in stream(model, context, **options)]
-
-
-def final(events: list[AssistantMessageEvent]) -> AssistantMessage:
-    last: Any = events[-1]
-    return last["message"] if last["type"] == "done" else last["error"]
-
-
-def assert_event_order(events: list[AssistantMessageEvent]) -> None:
-    """pi's contract: start first; per block X_start, X_delta*, X_end; exactly one done/error."""
-    assert events[0]["type"] == "start"
-    assert events[-1]["type"] in ("done", "error")
-    assert sum(e["type"] in ("done", "error") for e in events) == 1
-    open_block: tuple[str, int] | None = None
-    next_index = 0
-    for event in events[1:-1]:
-        kind, _, phase = event["type"].partition("_")
-        index = event["contentIndex"]  # type: ignore[typeddict-item]
-        if phase == "start":
-            assert open_block is None, f"{event['type']} while block {open_block} is open"
-            assert index == next_index
-            open_block = (kind, index)
-            next_index += 1
-        else:
-            assert open_block == (kind, index), f"{event['type']} outside its block"
-            if phase == "end":
-                open_block = None
-    if events[-1]["type"] == "done":
-        assert open_block is None
-
-
-def only_request(server: FakeServer) -> RecordedRequest:
-    assert len(server.requests) == 1
-    return server.requests[0]
 
 
 # -- successful turns ------------------------------------------------------------------------

@@ -8,29 +8,12 @@ from typing import Any
 from clawpi.ai import AbortController, Model, complete, stream
 from clawpi.ai.types import AssistantMessageEvent
 from clawpi.testing import FauxProvider, FauxResponse, faux_text, faux_thinking, faux_tool_call
+from tests.fakes.events import assert_event_order
 
 CONTEXT: Any = {
     "systemPrompt": "sys",
     "messages": [{"role": "user", "content": "hi", "timestamp": 1}],
 }
-
-
-def assert_event_order(events: list[AssistantMessageEvent]) -> None:
-    """pi's ordering contract: start first, X_start/X_delta*/X_end per block, one terminal event."""
-    assert events[0]["type"] == "start"
-    assert events[-1]["type"] in ("done", "error")
-    assert sum(e["type"] in ("done", "error") for e in events) == 1
-    open_index: int | None = None
-    for event in events[1:-1]:
-        kind = event["type"]
-        index = event["contentIndex"]  # type: ignore[typeddict-item]
-        if kind.endswith("_start"):
-            assert open_index is None
-            open_index = index
-        else:
-            assert index == open_index
-            if kind.endswith("_end"):
-                open_index = None
 
 
 async def collect(model: Model, **options: Any) -> list[AssistantMessageEvent]:
