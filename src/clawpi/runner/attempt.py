@@ -13,9 +13,12 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.models import Model
@@ -254,6 +257,64 @@ def _prepare_history(session: AgentSession, params: AttemptParams, allowed: Sequ
     session.agent.state.messages = limit_history_turns(validated, limit)  # type: ignore[assignment]
 
 
+RESOURCE_CACHE_TTL_S = 30.0
+_TOOL_CACHE_SIZE = 64
+_loader_cache: dict[tuple[str, str], tuple[float, ResourceLoader]] = {}
+_tool_cache: dict[bytes, list[Any]] = {}
+
+
+def _resource_loader(workspace: Path, agent_dir: Path) -> ResourceLoader:
+    """Skills are discovered at most every 30 s per workspace, not on every message."""
+    key = (str(workspace), str(agent_dir))
+    now = time.monotonic()
+    cached = _loader_cache.get(key)
+    if cached is not None and now - cached[0] < RESOURCE_CACHE_TTL_S:
+        return cached[1]
+    loader = ResourceLoader(workspace, agent_dir, load_context_files=False)
+    if len(_loader_cache) >= _TOOL_CACHE_SIZE:
+        _loader_cache.pop(next(iter(_loader_cache)))
+    _loader_cache[key] = (now, loader)
+    return loader
+
+
+def _run_tools(params: AttemptParams) -> list[Any]:
+    """The run's tools, built once per workspace, model, scope and tool config. They take the
+    abort signal per call from the agent (which the run's signal aborts), so they can be shared
+    between runs."""
+    model = params.model
+    scope = params.session_key or params.session_id
+    key = orjson.dumps(
+        [
+            str(params.workspace_dir),
+            model.api,
+            model.provider,
+            model.id,
+            params.sandbox,
+            scope,
+            params.prompt_mode,
+            params.config.get("tools"),
+            (params.config.get("agents") or {}).get("defaults", {}).get("sandbox"),
+        ],
+        option=orjson.OPT_SORT_KEYS,
+        default=str,
+    )
+    tools = _tool_cache.get(key)
+    if tools is None:
+        tools = build_run_tools(
+            params.config,
+            params.workspace_dir,
+            model,
+            sandbox=params.sandbox,
+            signal=None,
+            scope_key=scope,
+            is_subagent=params.prompt_mode == "minimal",
+        )
+        if len(_tool_cache) >= _TOOL_CACHE_SIZE:
+            _tool_cache.pop(next(iter(_tool_cache)))
+        _tool_cache[key] = tools
+    return list(tools)
+
+
 async def flush_pending_tool_results_after_idle(session: AgentSession, guard: Any) -> None:
     """Once the agent is idle, give unanswered tool calls their synthetic results; if it never
     goes idle, drop the pending list instead of writing results for tools still running."""
@@ -276,9 +337,7 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
     holder: dict[str, AgentSession] = {}  # lets a client tool abort the session it runs in
     with workspace_cwd(params.workspace_dir):
         try:
-            loader = ResourceLoader(
-                params.workspace_dir, params.agent_dir, load_context_files=False
-            )
+            loader = _resource_loader(params.workspace_dir, params.agent_dir)
             restore_env = apply_skill_env_overrides(loader.skills, params.config)
             manager = _open_session(params.session_file, params.workspace_dir)
             branch_past_orphaned_user_message(manager)
@@ -291,19 +350,7 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
                 if current is not None:
                     current.agent.abort(CLIENT_TOOL_ABORT_REASON)
 
-            tools = (
-                []
-                if params.disable_tools
-                else build_run_tools(
-                    params.config,
-                    params.workspace_dir,
-                    params.model,
-                    sandbox=params.sandbox,
-                    signal=params.abort_signal,
-                    scope_key=params.session_key or params.session_id,
-                    is_subagent=params.prompt_mode == "minimal",
-                )
-            )
+            tools = [] if params.disable_tools else _run_tools(params)
             tools += make_client_tools(params.client_tools, on_client_call)
             allowed = [tool.name for tool in tools]
             policy = resolve_transcript_policy(

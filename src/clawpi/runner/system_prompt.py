@@ -11,6 +11,7 @@ silent replies, heartbeats or user identity) and `none` (the identity line alone
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import platform
 import socket
@@ -131,14 +132,19 @@ class RuntimeInfo:
 
 def detect_runtime_info(**overrides: Any) -> RuntimeInfo:
     """Host, OS, architecture, Python version and shell of this process, plus `overrides`."""
-    detected = RuntimeInfo(
+    return dataclasses.replace(_detected_runtime(), **overrides)
+
+
+@functools.cache
+def _detected_runtime() -> RuntimeInfo:
+    """Looked up once per process: none of it changes while the process runs."""
+    return RuntimeInfo(
         host=socket.gethostname() or None,
         os=f"{platform.system()} {platform.release()}".strip() or None,
         arch=platform.machine() or None,
         python=platform.python_version(),
         shell=Path(os.environ["SHELL"]).name if os.environ.get("SHELL") else None,
     )
-    return dataclasses.replace(detected, **overrides)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
