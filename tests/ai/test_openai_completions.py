@@ -3,14 +3,13 @@ that streams Chat Completions chunks as OpenAI documents them, through `clawpi.a
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
-from clawpi.ai import AbortController, Model, ModelCost, is_context_overflow, stream
+from clawpi.ai import Model, ModelCost, is_context_overflow, stream
 from clawpi.ai.types import AssistantMessageEvent, Context
-from tests.fakes.events import assert_event_order, final, only_request
+from tests.fakes.events import assert_event_order, final, only_request, stream_aborting_after
 from tests.fakes.http_server import FakeResponse, FakeServer
 from tests.fakes.openai_sse import (
     chunk,
@@ -630,16 +629,10 @@ async def test_abort_mid_stream_ends_promptly_as_aborted_with_partial_text(
         [role_chunk(), text_chunk("First "), text_chunk("second "), text_chunk("third")]
     )
     server.enqueue(FakeResponse.sse(frames, stall_after=3, stall_seconds=30))
-    controller = AbortController()
-    events: list[AssistantMessageEvent] = []
-
-    async def consume() -> None:
-        async for event in stream(model_at(server), CONTEXT, api_key=KEY, signal=controller.signal):
-            events.append(event)
-            if event["type"] == "text_delta" and event["delta"] == "second ":
-                asyncio.get_running_loop().call_soon(controller.abort)
-
-    await asyncio.wait_for(consume(), timeout=10)  # the server stalls for 30s
+    # the server stalls for 30 s after "second "; the abort must end the stream at once
+    events = await stream_aborting_after(
+        model_at(server), CONTEXT, api_key=KEY, after_delta="second "
+    )
     assert_event_order(events)
     message = final(events)
     assert events[-1]["type"] == "error"

@@ -3,15 +3,14 @@ speaks the Responses API's SSE stream, through `clawpi.ai.stream`."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import pytest
 
-from clawpi.ai import AbortController, Model, get_model, is_context_overflow, stream
+from clawpi.ai import Model, get_model, is_context_overflow, stream
 from clawpi.ai.types import AssistantMessageEvent, Context
-from tests.fakes.events import assert_event_order, final, only_request
+from tests.fakes.events import assert_event_order, final, only_request, stream_aborting_after
 from tests.fakes.http_server import FakeResponse, FakeServer, sse_frame
 from tests.fakes.responses_sse import ResponsesStream, error_body, usage_json
 
@@ -476,16 +475,10 @@ async def test_abort_mid_stream_ends_promptly_as_aborted_with_partial_text(
     frames = sse.frames()
     stall = next(i for i, f in enumerate(frames) if b'"second "' in f) + 1
     server.enqueue(FakeResponse.sse(frames, stall_after=stall, stall_seconds=30))
-    controller = AbortController()
-    events: list[AssistantMessageEvent] = []
-
-    async def consume() -> None:
-        async for event in stream(model_at(server), CONTEXT, api_key=KEY, signal=controller.signal):
-            events.append(event)
-            if event["type"] == "text_delta" and event["delta"] == "second ":
-                asyncio.get_running_loop().call_soon(controller.abort)
-
-    await asyncio.wait_for(consume(), timeout=10)  # the server stalls for 30s
+    # the server stalls for 30 s after "second "; the abort must end the stream at once
+    events = await stream_aborting_after(
+        model_at(server), CONTEXT, api_key=KEY, after_delta="second "
+    )
     assert_event_order(events)
     message = final(events)
     assert events[-1]["type"] == "error"

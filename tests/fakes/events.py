@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from clawpi.ai.abort import AbortController
+from clawpi.ai.models import Model
+from clawpi.ai.stream import stream
 from clawpi.ai.types import AssistantMessage, AssistantMessageEvent
 from tests.fakes.http_server import FakeServer, RecordedRequest
 
@@ -40,3 +44,21 @@ def final(events: list[AssistantMessageEvent]) -> AssistantMessage:
 def only_request(server: FakeServer) -> RecordedRequest:
     assert len(server.requests) == 1
     return server.requests[0]
+
+
+async def stream_aborting_after(
+    model: Model, context: Any, *, api_key: str, after_delta: str, timeout: float = 10
+) -> list[AssistantMessageEvent]:
+    """Stream and fire the abort signal right after the text delta `after_delta` arrives (the
+    server is expected to stall there); returns every event, which must end in `aborted`."""
+    controller = AbortController()
+    events: list[AssistantMessageEvent] = []
+
+    async def consume() -> None:
+        async for event in stream(model, context, api_key=api_key, signal=controller.signal):
+            events.append(event)
+            if event["type"] == "text_delta" and event["delta"] == after_delta:
+                asyncio.get_running_loop().call_soon(controller.abort)
+
+    await asyncio.wait_for(consume(), timeout=timeout)
+    return events

@@ -54,6 +54,15 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+def _untruncated(
+    text: str, total_lines: int, total_bytes: int, max_lines: int, max_bytes: int
+) -> Truncation:
+    return Truncation(
+        text, False, None, total_lines, total_bytes, total_lines, total_bytes,
+        False, False, max_lines, max_bytes,
+    )  # fmt: skip
+
+
 def truncate_head(
     text: str, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Truncation:
@@ -62,10 +71,7 @@ def truncate_head(
     lines = text.split("\n")
     total_lines = len(lines)
     if total_lines <= max_lines and total_bytes <= max_bytes:
-        return Truncation(
-            text, False, None, total_lines, total_bytes, total_lines, total_bytes,
-            False, False, max_lines, max_bytes,
-        )  # fmt: skip
+        return _untruncated(text, total_lines, total_bytes, max_lines, max_bytes)
     first = _size(lines[0])
     if first > max_bytes:
         return Truncation(
@@ -107,10 +113,7 @@ def truncate_tail(
     lines = text.split("\n")
     total_lines = len(lines)
     if total_lines <= max_lines and total_bytes <= max_bytes:
-        return Truncation(
-            text, False, None, total_lines, total_bytes, total_lines, total_bytes,
-            False, False, max_lines, max_bytes,
-        )  # fmt: skip
+        return _untruncated(text, total_lines, total_bytes, max_lines, max_bytes)
     kept: list[str] = []
     used = 0
     by: Literal["lines", "bytes"] = "lines"
