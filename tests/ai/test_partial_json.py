@@ -63,3 +63,9 @@ def test_every_prefix_parses_to_an_object_and_the_whole_round_trips(
     cut = data.draw(st.integers(min_value=0, max_value=len(text)))
     assert isinstance(parse_streaming_json(text[:cut]), dict)
     assert parse_streaming_json(text) == value
+
+
+def test_integers_beyond_64_bits_stay_exact_whole_and_truncated() -> None:
+    big = -9223372036854775809
+    assert parse_streaming_json(f'{{"n": {big}}}') == {"n": big}
+    assert parse_streaming_json(f'{{"n": {big}, "s": "ab') == {"n": big, "s": "ab"}

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 _CLOSER = {"{": "}", "[": "]"}
+_LONG_NUMBER = re.compile(r"\d{19}")
+"""A run of digits that may not fit in 64 bits: orjson would read such an integer as a float."""
+
+
+def _loader(text: str) -> Callable[[str], Any]:
+    return json.loads if _LONG_NUMBER.search(text) else orjson.loads
 
 
 def parse_streaming_json(text: str) -> dict[str, Any]:
@@ -17,14 +26,15 @@ def parse_streaming_json(text: str) -> dict[str, Any]:
     """
     if not text or text.isspace():
         return {}
+    loads = _loader(text)
     try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        value = _parse_truncated(text)
+        value = loads(text)
+    except ValueError:
+        value = _parse_truncated(text, loads)
     return value if isinstance(value, dict) else {}
 
 
-def _parse_truncated(text: str) -> Any:
+def _parse_truncated(text: str, loads: Callable[[str], Any]) -> Any:
     stack: list[str] = []
     in_string = False
     escaped = False
@@ -61,8 +71,8 @@ def _parse_truncated(text: str) -> Any:
         attempts.append(_close(_trim_dangling(text[:cut]), open_stack))
     for attempt in attempts:
         try:
-            return orjson.loads(attempt)
-        except orjson.JSONDecodeError:
+            return loads(attempt)
+        except ValueError:
             continue
     return {}
 
