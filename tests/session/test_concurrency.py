@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from clawpi.session import FileSessionLock, SessionManager, repair_session_file
-from clawpi.session.lock import IDLE_DESCRIPTORS, read_lock_owner
+from clawpi.session.lock import IDLE_LOCK_FILES, read_lock_owner
 from tests.session._children import append_n, fork
 
 WRITERS = 4
@@ -96,9 +96,9 @@ def test_append_after_the_file_was_replaced_elsewhere_lands_in_the_new_file(
 
 def test_lock_descriptors_stay_bounded_across_many_sessions(tmp_path: Path) -> None:
     fds_before = len(os.listdir("/proc/self/fd"))
-    for index in range(IDLE_DESCRIPTORS * 3):
+    for index in range(IDLE_LOCK_FILES * 3):
         with FileSessionLock(tmp_path / f"s{index}.jsonl"):
             pass
-    assert len(os.listdir("/proc/self/fd")) <= fds_before + IDLE_DESCRIPTORS
+    assert len(os.listdir("/proc/self/fd")) <= fds_before + 2 * IDLE_LOCK_FILES
     owner = read_lock_owner(tmp_path / "s0.jsonl.lock")
     assert owner is not None and owner["released"] is True

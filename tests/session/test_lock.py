@@ -107,3 +107,60 @@ def test_lock_held_by_a_writer_that_does_not_use_flock_is_respected(tmp_path: Pa
     # OpenClaw's lock (which checks for pid reuse) does not wait for it
     owner = read_lock_owner(tmp_path / "s.jsonl.lock")
     assert owner is not None and owner["released"] is True and owner["starttime"] == 0
+
+
+def test_each_acquisition_rewrites_the_record_that_readers_see(tmp_path: Path) -> None:
+    lock = FileSessionLock(tmp_path / "s.jsonl")
+    for _ in range(3):  # the first acquisition writes the record, later ones through the map
+        with lock:
+            held = read_lock_owner(lock.lock_path)
+            assert held is not None and held["pid"] == os.getpid() and "released" not in held
+        released = read_lock_owner(lock.lock_path)
+        assert released is not None and released["released"] is True
+    assert lock.lock_path.stat().st_size == 128
+
+
+def test_a_lock_file_replaced_between_acquisitions_is_respected(tmp_path: Path) -> None:
+    """OpenClaw removes a released record and creates its own file: the descriptor this lock
+    kept open names the old file, and must not be trusted."""
+    lock = FileSessionLock(tmp_path / "s.jsonl", timeout=0.2)
+    with lock:
+        pass
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock.lock_path.unlink()
+        _write_record(lock.lock_path, sleeper.pid)
+        with pytest.raises(SessionLockTimeout, match=f"pid={sleeper.pid}"):
+            lock.acquire()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    with lock:
+        owner = read_lock_owner(lock.lock_path)
+        assert owner is not None and owner["pid"] == os.getpid()
+
+
+def test_a_forked_child_does_not_share_the_parents_lock(tmp_path: Path) -> None:
+    lock = FileSessionLock(tmp_path / "s.jsonl")
+    with lock:  # leaves an unlocked descriptor kept for the next acquisition
+        pass
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: wait until the parent holds the lock, then try to take it
+        code = 1
+        try:
+            os.read(ready_read, 1)
+            try:
+                lock.acquire(timeout=0.2)
+            except SessionLockTimeout:
+                code = 0
+        finally:
+            os._exit(code)
+    try:
+        with lock:
+            os.write(ready_write, b"x")
+            _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(ready_read)
+        os.close(ready_write)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child took a lock its parent held"

@@ -7,7 +7,7 @@ document the shapes; nothing is validated per entry on the hot path.
 
 from __future__ import annotations
 
-import os
+import random
 import time
 import uuid
 from collections.abc import Container
@@ -124,9 +124,14 @@ ENTRY_TYPES: frozenset[str] = frozenset(
 
 
 def generate_id(taken: Container[str]) -> str:
-    """8 hex chars of a random UUID, redrawn on collision (pi's id scheme)."""
+    """8 random hex chars, redrawn on collision (pi's id scheme).
+
+    Drawn from the `random` module (reseeded in forked children) rather than `os.urandom`:
+    ids need to be unlikely to collide, not unguessable, and a system call before each
+    durable append costs more than the rest of its Python.
+    """
     for _ in range(_ID_ATTEMPTS):
-        candidate = os.urandom(4).hex()
+        candidate = f"{random.getrandbits(32):08x}"
         if candidate not in taken:
             return candidate
     return str(uuid.uuid4())

@@ -13,10 +13,12 @@ import atexit
 import contextlib
 import fcntl
 import functools
+import mmap
 import os
 import signal
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,22 +88,65 @@ STALE_RECORD_S: Final = 30 * 60
 """A record of a live process that does not hold the OS lock is respected this long."""
 
 
-def _record_owner(fd: int) -> None:
-    record = b'{"pid":%d,"createdAt":"%s"}' % (os.getpid(), now_iso().encode())
-    os.pwrite(fd, record.ljust(_RECORD_BYTES), 0)
+_pid = os.getpid()
+"""This process's id, kept (and renewed in a forked child) so locking makes no extra call."""
 
 
-def _record_release(fd: int) -> None:
-    """Mark the record released. The file stays (recreating it per append would cost a
-    directory update each time); `starttime: 0` never matches a live process, so a reader
-    that checks for pid reuse (OpenClaw's lock) treats it as free at once."""
-    os.pwrite(fd, _released_record(os.getpid()), 0)
+@functools.cache
+def _owner_record_parts(pid: int) -> tuple[bytes, bytes]:
+    head = b'{"pid":%d,"createdAt":"' % pid
+    return head, b'"}'.ljust(_RECORD_BYTES - len(head) - len("2026-01-01T00:00:00.000Z"))
+
+
+def _owner_record() -> bytes:
+    head, tail = _owner_record_parts(_pid)
+    return head + now_iso().encode() + tail
 
 
 @functools.cache
 def _released_record(pid: int) -> bytes:
+    """`starttime: 0` never matches a live process, so a reader that checks for pid reuse
+    (OpenClaw's lock) treats the file as free at once. The file itself stays: recreating it
+    per append would cost a directory update each time."""
     record = orjson.dumps({"pid": pid, "createdAt": now_iso(), "starttime": 0, "released": True})
     return record.ljust(_RECORD_BYTES)
+
+
+class _LockFile:
+    """One open descriptor of a lock file, its owner record mapped into memory.
+
+    Writing the record through a shared mapping changes the page cache without a system call
+    and, once the page is dirty, without touching the inode: a `pwrite` would update the lock
+    file's mtime on every acquisition and so add its inode to the journal commit of the
+    session file's fsync. Readers using `read` see the same bytes.
+    """
+
+    __slots__ = ("_map", "fd")
+
+    def __init__(self, path: str) -> None:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except FileNotFoundError:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.fd = fd
+        self._map: mmap.mmap | None = None
+
+    def write_record(self, record: bytes) -> None:
+        if self._map is not None:
+            self._map[:] = record
+            return
+        os.pwrite(self.fd, record, 0)
+        with contextlib.suppress(OSError, ValueError):  # no mapping here: pwrite it is
+            if os.fstat(self.fd).st_size != _RECORD_BYTES:
+                os.ftruncate(self.fd, _RECORD_BYTES)
+            self._map = mmap.mmap(self.fd, _RECORD_BYTES)
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        os.close(self.fd)
 
 
 def _held_without_flock(fd: int) -> bool:
@@ -118,7 +163,7 @@ def _held_without_flock(fd: int) -> bool:
     if not isinstance(record, dict) or record.get("released"):
         return False
     pid = record.get("pid")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == _pid:
         return False
     created = iso_to_ms(record.get("createdAt"))
     if created is None or time.time() * 1000 - created > STALE_RECORD_S * 1000:
@@ -143,14 +188,14 @@ def _is_zombie(pid: int) -> bool:
 
 @dataclass(slots=True)
 class _Hold:
-    fd: int
-    inode: int
+    file: _LockFile
     count: int
 
 
-IDLE_DESCRIPTORS: Final = 32
-"""Unlocked lock-file descriptors kept open for reuse (opening costs more than locking)."""
-_idle: OrderedDict[str, list[tuple[int, int]]] = OrderedDict()
+IDLE_LOCK_FILES: Final = 16
+"""Unlocked lock files kept open for reuse (opening costs more than locking); each holds two
+descriptors once its record is mapped (the mapping keeps a duplicate)."""
+_idle: OrderedDict[str, list[_LockFile]] = OrderedDict()
 _idle_count = 0
 
 
@@ -158,18 +203,22 @@ _holds_lock = threading.Lock()
 _holds: dict[tuple[int, str], _Hold] = {}
 """Locks held by this process, per (thread, lock file)."""
 _handlers_installed = False
+_fork_generation = 0
+"""Bumped in a forked child: lock files kept by `FileSessionLock` objects are the parent's."""
 
 
 def _forget_after_fork() -> None:
     """A forked child owns none of its parent's locks; closing the inherited descriptors
     leaves the parent's locks in place (flock releases only when every copy is closed)."""
-    global _holds_lock, _idle_count
+    global _holds_lock, _idle_count, _fork_generation, _pid
     _holds_lock = threading.Lock()
-    fds = [hold.fd for hold in _holds.values()]
-    fds += [fd for pool in _idle.values() for fd, _ in pool]
-    for fd in fds:
+    _fork_generation += 1
+    _pid = os.getpid()
+    files = [hold.file for hold in _holds.values()]
+    files += [file for pool in _idle.values() for file in pool]
+    for file in files:
         with contextlib.suppress(OSError):
-            os.close(fd)
+            file.close()
     _holds.clear()
     _idle.clear()
     _idle_count = 0
@@ -178,73 +227,79 @@ def _forget_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def _open_lock_file(path: str) -> tuple[int, int]:
-    """An unlocked descriptor of `path` and its inode, reused from the idle pool if possible."""
+def _take_lock_file(path: str) -> tuple[_LockFile, bool]:
+    """An unlocked lock file from the idle pool, or a newly opened one (then True)."""
     global _idle_count
     with _holds_lock:
         pool = _idle.get(path)
         if pool:
             _idle_count -= 1
-            fd_inode = pool.pop()
+            file = pool.pop()
             if not pool:
                 del _idle[path]
-            return fd_inode
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except FileNotFoundError:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    return fd, os.fstat(fd).st_ino
+            return file, False
+    return _LockFile(path), True
 
 
-def _park(path: str, fd: int, inode: int) -> None:
-    """Return an unlocked descriptor to the idle pool, closing the oldest beyond the limit."""
+def _park(path: str, file: _LockFile) -> None:
+    """Return an unlocked lock file to the idle pool, closing the oldest beyond the limit."""
     global _idle_count
-    evicted: list[int] = []
+    evicted: list[_LockFile] = []
     with _holds_lock:
-        _idle.setdefault(path, []).append((fd, inode))
+        _idle.setdefault(path, []).append(file)
         _idle.move_to_end(path)
         _idle_count += 1
-        while _idle_count > IDLE_DESCRIPTORS:
+        while _idle_count > IDLE_LOCK_FILES:
             oldest = next(iter(_idle))
             pool = _idle[oldest]
-            evicted.append(pool.pop(0)[0])
+            evicted.append(pool.pop(0))
             _idle_count -= 1
             if not pool:
                 del _idle[oldest]
     for old in evicted:
-        os.close(old)
+        old.close()
 
 
-def _try_lock(path: str) -> tuple[int, int] | None:
-    """The locked descriptor and its inode, or None while someone else holds the lock."""
-    fd, inode = _open_lock_file(path)
+def _park_spares(path: str, spares: list[_LockFile], generation: int) -> None:
+    """What a garbage-collected `FileSessionLock` kept goes to the idle pool."""
+    while spares:
+        file = spares.pop()
+        if generation == _fork_generation:
+            _park(path, file)
+        else:
+            with contextlib.suppress(OSError):
+                file.close()
+
+
+def _lock(path: str, file: _LockFile, fresh: bool) -> _LockFile | None:
+    """`file` locked, or None while someone else holds the lock.
+
+    The record is read only in a file this process has not locked before: a writer that locks
+    by exclusive create (OpenClaw) always makes a new file, and one that locks with flock
+    cannot write while we hold it.
+    """
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(file.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        _park(path, fd, inode)
+        _park(path, file)
         return None
-    try:
-        same_file = os.stat(path).st_ino == inode
-    except FileNotFoundError:
-        same_file = False
-    if not same_file:  # the lock file was removed or replaced: lock the new one instead
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-        return _try_lock(path) if os.path.exists(path) else None
-    if _held_without_flock(fd):  # e.g. OpenClaw, which locks by creating the file
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        _park(path, fd, inode)
+    if os.fstat(file.fd).st_nlink == 0:  # removed or replaced: lock the file now there
+        fcntl.flock(file.fd, fcntl.LOCK_UN)
+        file.close()
+        return _lock(path, _LockFile(path), True)
+    if fresh and _held_without_flock(file.fd):  # e.g. OpenClaw, which locks by creating the file
+        fcntl.flock(file.fd, fcntl.LOCK_UN)
+        file.close()
         return None
-    _record_owner(fd)
-    return fd, inode
+    file.write_record(_owner_record())
+    return file
 
 
-def _unlock(fd: int) -> None:
+def _unlock(file: _LockFile) -> None:
     try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        fcntl.flock(file.fd, fcntl.LOCK_UN)
     finally:
-        os.close(fd)
+        file.close()
 
 
 class FileSessionLock:
@@ -253,7 +308,10 @@ class FileSessionLock:
 
     Implemented on `fcntl.flock` directly: the lock is taken once per append, and a bare
     flock/unlock on a kept-open descriptor costs a few microseconds where a general-purpose
-    lock library spends about half a millisecond of Python per acquisition.
+    lock library spends about half a millisecond of Python per acquisition. Each object keeps
+    its unlocked lock file open between acquisitions (a thread that finds it taken opens
+    another, so threads still exclude each other); when the object goes, the file goes to a
+    small process-wide pool for the next lock of that path.
     """
 
     def __init__(
@@ -262,6 +320,9 @@ class FileSessionLock:
         self.lock_path = lock_path_for(session_file)
         self.timeout = timeout
         self._key = str(self.lock_path)
+        self._spare: list[_LockFile] = []
+        self._generation = _fork_generation
+        weakref.finalize(self, _park_spares, self._key, self._spare, self._generation)
 
     @property
     def is_held(self) -> bool:
@@ -273,18 +334,27 @@ class FileSessionLock:
         if hold is not None:
             hold.count += 1
             return
-        locked = _try_lock(self._key)
+        locked = self._try_lock()
         if locked is None:
             locked = self._wait(timeout)
-        with _holds_lock:
-            _holds[hold_key] = _Hold(locked[0], locked[1], 1)
-        _install_handlers()
+        _holds[hold_key] = _Hold(locked, 1)
+        if not _handlers_installed:
+            _install_handlers()
 
-    def _wait(self, timeout: float | None) -> tuple[int, int]:
+    def _try_lock(self) -> _LockFile | None:
+        if self._generation != _fork_generation:
+            _park_spares(self._key, self._spare, self._generation)
+            self._generation = _fork_generation
+        try:
+            return _lock(self._key, self._spare.pop(), False)
+        except IndexError:  # nothing kept (or another thread has it)
+            return _lock(self._key, *_take_lock_file(self._key))
+
+    def _wait(self, timeout: float | None) -> _LockFile:
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         attempt = 0
-        while (locked := _try_lock(self._key)) is None:
+        while (locked := self._try_lock()) is None:
             attempt += 1
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -304,11 +374,14 @@ class FileSessionLock:
             return
         hold.count -= 1
         if hold.count == 0:
-            with _holds_lock:
-                _holds.pop(hold_key, None)
-            _record_release(hold.fd)
-            fcntl.flock(hold.fd, fcntl.LOCK_UN)
-            _park(self._key, hold.fd, hold.inode)
+            _holds.pop(hold_key, None)
+            file = hold.file
+            file.write_record(_released_record(_pid))
+            fcntl.flock(file.fd, fcntl.LOCK_UN)
+            if self._spare or self._generation != _fork_generation:
+                _park(self._key, file)
+            else:
+                self._spare.append(file)
 
     def __enter__(self) -> FileSessionLock:
         self.acquire()
@@ -329,9 +402,9 @@ def release_all_locks() -> None:
         holds = list(_holds.values())
         _holds.clear()
     for hold in holds:
-        with contextlib.suppress(OSError):
-            _record_release(hold.fd)
-            _unlock(hold.fd)
+        with contextlib.suppress(OSError, ValueError):
+            hold.file.write_record(_released_record(_pid))
+            _unlock(hold.file)
 
 
 def _install_handlers() -> None:

@@ -18,7 +18,7 @@ from operator import methodcaller
 from pathlib import Path
 from typing import Any, Protocol
 
-from clawpi.session.codec import dumps_entry
+from clawpi.session.codec import dumps_line
 from clawpi.session.entries import (
     CURRENT_SESSION_VERSION,
     Entry,
@@ -257,7 +257,7 @@ class SessionManager(SessionTree):
         self._use_file(file)
         if self.persist:
             assert self._writer is not None
-            self._writer.rewrite(dumps_entry(self._header) + b"\n")
+            self._writer.rewrite(dumps_line(self._header))
             self._header_on_disk = True
 
     def _use_file(self, file: Path) -> None:
@@ -346,7 +346,7 @@ class SessionManager(SessionTree):
         if entry["id"] in self._by_id:
             entry["id"] = generate_id(self._by_id)
         if self._header_on_disk and self._on_disk == len(self._entries):
-            return dumps_entry(entry) + b"\n"
+            return dumps_line(entry)
         pending: list[Entry] = [] if self._header_on_disk else [self._header]
         pending.extend(self._entries[self._on_disk :])
         pending.append(entry)
@@ -541,7 +541,7 @@ class SessionManager(SessionTree):
 
 
 def _serialize(entries: Sequence[Entry]) -> bytes:
-    return b"".join([dumps_entry(entry) + b"\n" for entry in entries])
+    return b"".join([dumps_line(entry) for entry in entries])
 
 
 def _resolve_dir(

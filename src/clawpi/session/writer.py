@@ -15,16 +15,20 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from clawpi.session.lock import FileSessionLock, SessionLock
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Foreign:
     """What changed on disk since our last write."""
 
     tail: bytes = b""
     replaced: bool = False
+
+
+_NOTHING: Final = Foreign()
 
 
 class SessionWriter:
@@ -42,7 +46,6 @@ class SessionWriter:
         self.inode: int | None = None
         self.ends_with_newline = True
         self._fd: int | None = None
-        self._fd_inode = 0
         self._finalizer: weakref.finalize[[int], SessionWriter] | None = None
 
     def expect(self, size: int, inode: int, ends_with_newline: bool) -> None:
@@ -55,31 +58,40 @@ class SessionWriter:
         """Under the lock: learn what others wrote, then write `build(foreign)` in one call.
 
         `build` runs inside the lock so ids can be checked against entries written by others.
+        The fsync comes after the lock is released: the line is already in the file, in order,
+        and other writers need not wait for our disk.
         """
-        with self.lock:
-            fd, stat = self._current()
-            foreign = self._foreign(fd, stat)
+        lock = self.lock
+        lock.acquire()
+        try:
+            fd = self._fd
+            if fd is None:
+                fd, stat = self._reopen()
+            else:  # fstat, not stat: no path walk; a file replaced or removed has no links left
+                stat = os.fstat(fd)
+                if stat.st_nlink == 0:
+                    fd, stat = self._reopen()
+            if stat.st_ino == self.inode and stat.st_size == self.size:
+                foreign = _NOTHING  # the common case: the file is as we left it
+            else:
+                foreign = self._foreign(fd, stat)
             data = build(foreign)
             if not self.ends_with_newline:
                 data = b"\n" + data
             _write_all(fd, data)
-            if self.fsync:
-                os.fsync(fd)
             self.size = (self.size or 0) + len(data)
             self.ends_with_newline = True
+        finally:
+            lock.release()
+        if self.fsync:
+            os.fsync(fd)
 
-    def _current(self) -> tuple[int, os.stat_result]:
-        """The kept-open descriptor of the file now at `path` (reopened if it was replaced)."""
-        try:
-            stat: os.stat_result | None = os.stat(self.path)
-        except FileNotFoundError:
-            stat = None
-        if self._fd is not None and stat is not None and stat.st_ino == self._fd_inode:
-            return self._fd, stat
+    def _reopen(self) -> tuple[int, os.stat_result]:
+        """A descriptor of the file now at `path` (created if missing), kept open."""
         self.close()
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         stat = os.fstat(fd)
-        self._fd, self._fd_inode = fd, stat.st_ino
+        self._fd = fd
         self._finalizer = weakref.finalize(self, os.close, fd)
         return fd, stat
 
@@ -98,7 +110,7 @@ class SessionWriter:
             self.ends_with_newline = stat.st_size == 0 or os.pread(fd, 1, stat.st_size - 1) == b"\n"
             return Foreign(replaced=replaced)
         if stat.st_size == known:
-            return Foreign()
+            return _NOTHING
         tail = os.pread(fd, stat.st_size - known, known)
         self.size = stat.st_size
         self.ends_with_newline = tail.endswith(b"\n")
@@ -117,7 +129,8 @@ class SessionWriter:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    written = os.write(fd, data)
+    if written < len(data):  # a short write (e.g. a signal mid-way): write the rest
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view) :]
