@@ -132,7 +132,7 @@ PHASES = (
     ("clawpi.runner.attempt", "ResourceLoader", "resource loader (skills)"),
     ("clawpi.runner.attempt", "_open_session", "open/create session file"),
     ("clawpi.runner.attempt", "build_run_tools", "runner tools (tool pipeline)"),
-    ("clawpi.runner.attempt", "_system_prompt", "system prompt"),
+    ("clawpi.runner.attempt", "attempt_system_prompt", "system prompt"),
     ("clawpi.sdk.factory", "_build_tools", "sdk built-in tool set"),
     ("clawpi.runner.attempt", "create_agent_session", "agent session (incl. above)"),
     ("clawpi.runner.attempt", "_prompt", "prompt + stream (incl. model)"),

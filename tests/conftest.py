@@ -1,8 +1,10 @@
-"""Tests never read the machine's own state: HOME and clawpi's state dir point at temp dirs."""
+"""Tests never read the machine's own state: HOME and clawpi's state dir point at temp dirs,
+and temporary files (e.g. the exec tool's full-output logs) go to a per-test dir, not /tmp."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +33,9 @@ def _isolated_env(
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLAWPI_STATE_DIR", str(home / ".clawpi"))
+    scratch = tmp_path_factory.mktemp("tmp")
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     monkeypatch.delenv("CLAWPI_AGENT_DIR", raising=False)
     for name in _KEY_VARS:
         monkeypatch.delenv(name, raising=False)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,7 @@ from clawpi.ai.abort import AbortController
 from clawpi.errors import AbortedError
 from clawpi.tools import CommandFailedError, ExecDeniedError, ProcessRegistry, ToolError
 from clawpi.tools.process import create_process_tool
+from clawpi.tools.process_registry import run_scope
 from tests.tools.conftest import requires_bwrap, text_of
 from tests.tools.proc_util import marker_seconds, wait_for_sleepers, wait_until_gone
 
@@ -221,6 +224,34 @@ async def test_sessions_are_scoped_per_chat(make_tools, registry: ProcessRegistr
     )
     with pytest.raises(ToolError, match="No process session"):
         await bob["process"].execute("p", {"action": "kill", "sessionId": session_id})
+
+
+async def test_one_tool_set_shared_by_chats_takes_the_scope_of_each_run(make_tools) -> None:
+    """The runner builds tools without a scope and sets `run_scope` per run (each run is its
+    own task, so its scope is its own)."""
+    shared = make_tools()
+
+    async def in_chat(chat: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        async def run() -> Any:
+            run_scope.set(chat)
+            return await call()
+
+        return await asyncio.create_task(run())
+
+    started = await in_chat(
+        "chat-alice",
+        lambda: shared["exec"].execute("c", {"command": "sleep 30", "background": True}),
+    )
+    session_id = started.details["sessionId"]
+    listing = lambda: shared["process"].execute("p", {"action": "list"})  # noqa: E731
+    assert session_id in text_of(await in_chat("chat-alice", listing))
+    assert text_of(await in_chat("chat-bob", listing)) == "No running or recent sessions."
+    with pytest.raises(ToolError, match="No process session"):
+        await in_chat(
+            "chat-bob",
+            lambda: shared["process"].execute("p", {"action": "kill", "sessionId": session_id}),
+        )
+    assert run_scope.get() is None
 
 
 async def test_exec_security_deny_refuses_everything(make_tools, workspace: Path) -> None:

@@ -42,20 +42,10 @@ from clawpi.runner.history import (
     limit_history_turns,
 )
 from clawpi.runner.images import detect_and_load_prompt_images, resolve_image_limits
+from clawpi.runner.prompt_cache import attempt_system_prompt
 from clawpi.runner.runs import clear_active_embedded_run, set_active_embedded_run
 from clawpi.runner.sanitize import sanitize_session_history
 from clawpi.runner.skills_env import apply_skill_env_overrides
-from clawpi.runner.system_prompt import (
-    SystemPromptParams,
-    build_agent_system_prompt,
-    build_bootstrap_context_files,
-    build_skills_prompt,
-    detect_runtime_info,
-    load_workspace_bootstrap_files,
-    resolve_bootstrap_max_chars,
-    resolve_bootstrap_total_max_chars,
-    system_prompt_report,
-)
 from clawpi.runner.timeouts import COMPACTION_WAIT_TIMEOUT_S, AttemptTimers
 from clawpi.runner.tool_setup import build_run_tools
 from clawpi.runner.transcript_policy import resolve_transcript_policy
@@ -65,6 +55,7 @@ from clawpi.sdk import AgentSession, AuthStorage, ModelRegistry, ResourceLoader,
 from clawpi.sdk.factory import create_agent_session
 from clawpi.session import SessionManager, prewarm_session_file
 from clawpi.session.guard import install_tool_result_guard
+from clawpi.tools.process_registry import run_scope
 
 log = logging.getLogger(__name__)
 
@@ -203,38 +194,6 @@ def _extensions(params: AttemptParams, manager: SessionManager) -> list[Any]:
     return factories
 
 
-def _system_prompt(
-    params: AttemptParams,
-    tool_names: Sequence[str],
-    tool_summaries: Mapping[str, str],
-    loader: ResourceLoader,
-) -> tuple[str, dict[str, Any]]:
-    config = params.config
-    subagent = params.prompt_mode == "minimal"
-    files = load_workspace_bootstrap_files(params.workspace_dir, subagent=subagent)
-    context_files = build_bootstrap_context_files(
-        files,
-        max_chars=resolve_bootstrap_max_chars(config),
-        total_max_chars=resolve_bootstrap_total_max_chars(config),
-    )
-    model = params.model
-    prompt_params = SystemPromptParams(
-        workspace_dir=str(params.workspace_dir),
-        prompt_mode=params.prompt_mode,  # type: ignore[arg-type]
-        tool_names=list(tool_names),
-        tool_summaries=dict(tool_summaries),
-        skills_prompt=build_skills_prompt(loader.skills) if loader.skills else None,
-        context_files=context_files,
-        extra_system_prompt=params.extra_system_prompt,
-        user_timezone=get_path(config, "agents.defaults.userTimezone"),
-        runtime=detect_runtime_info(model=f"{model.provider}/{model.id}"),
-        default_think_level=params.thinking_level,
-        reasoning_level=params.reasoning_mode,
-    )
-    report = system_prompt_report(prompt_params, skills_count=len(loader.skills))
-    return build_agent_system_prompt(prompt_params), report
-
-
 def _prepare_history(session: AgentSession, params: AttemptParams, allowed: Sequence[str]) -> None:
     """Sanitize, validate turns and apply the history limit to what the model will see."""
     model = params.model
@@ -278,11 +237,10 @@ def _resource_loader(workspace: Path, agent_dir: Path) -> ResourceLoader:
 
 
 def _run_tools(params: AttemptParams) -> list[Any]:
-    """The run's tools, built once per workspace, model, scope and tool config. They take the
-    abort signal per call from the agent (which the run's signal aborts), so they can be shared
-    between runs."""
+    """The run's tools, built once per workspace, model and tool config. They take the abort
+    signal per call from the agent (which the run's signal aborts) and the session's process
+    scope from `run_scope`, so they can be shared between runs and sessions."""
     model = params.model
-    scope = params.session_key or params.session_id
     key = orjson.dumps(
         [
             str(params.workspace_dir),
@@ -290,7 +248,6 @@ def _run_tools(params: AttemptParams) -> list[Any]:
             model.provider,
             model.id,
             params.sandbox,
-            scope,
             params.prompt_mode,
             params.config.get("tools"),
             (params.config.get("agents") or {}).get("defaults", {}).get("sandbox"),
@@ -306,7 +263,7 @@ def _run_tools(params: AttemptParams) -> list[Any]:
             model,
             sandbox=params.sandbox,
             signal=None,
-            scope_key=scope,
+            scope_key=None,  # per run: `run_scope`, set by the attempt
             is_subagent=params.prompt_mode == "minimal",
         )
         if len(_tool_cache) >= _TOOL_CACHE_SIZE:
@@ -335,6 +292,7 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
     session: AgentSession | None = None
     guard: Any = None
     holder: dict[str, AgentSession] = {}  # lets a client tool abort the session it runs in
+    scope = run_scope.set(params.session_key or params.session_id)
     with workspace_cwd(params.workspace_dir):
         try:
             loader = _resource_loader(params.workspace_dir, params.agent_dir)
@@ -361,8 +319,17 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
                 allow_synthetic_tool_results=getattr(policy, "allow_synthetic_tool_results", True),
                 allowed_tool_names=allowed,
             )
-            system_prompt, result.system_prompt_report = _system_prompt(
-                params, allowed, {tool.name: tool.description for tool in tools}, loader
+            system_prompt, result.system_prompt_report = attempt_system_prompt(
+                workspace_dir=str(params.workspace_dir),
+                prompt_mode=params.prompt_mode,
+                config=params.config,
+                model=params.model,
+                tool_names=allowed,
+                tool_summaries={tool.name: tool.description for tool in tools},
+                loader=loader,
+                extra_system_prompt=params.extra_system_prompt,
+                thinking_level=params.thinking_level,
+                reasoning_mode=params.reasoning_mode,
             )
             auth = AuthStorage.in_memory(
                 {params.model.provider: params.api_key} if params.api_key else {}
@@ -395,6 +362,7 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
                 guard.uninstall()
             restore_env()
             holder.clear()  # the tools outlive the attempt in caches and logs; the session need not
+            run_scope.reset(scope)
     return result
 
 

@@ -22,7 +22,7 @@ from clawpi.tools.exec_policy import ExecPolicy, check_command, check_env
 from clawpi.tools.output_buffer import OutputBuffer
 from clawpi.tools.params import as_mapping, get_bool, get_float, get_int, get_str, require_str
 from clawpi.tools.paths import Workspace
-from clawpi.tools.process_registry import ProcessRegistry, ProcessSession
+from clawpi.tools.process_registry import ProcessRegistry, ProcessSession, resolve_scope
 from clawpi.tools.sandbox import Sandbox
 from clawpi.tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_tail
 
@@ -222,7 +222,7 @@ class ExecTool:
         argv, env = self._argv_env(command, workdir, extra_env)
         session = await self.registry.spawn(
             argv, command=command, cwd=workdir, env=env, timeout=timeout,
-            scope_key=self.config.scope_key, log_dir=self.config.log_dir,
+            scope_key=resolve_scope(self.config.scope_key), log_dir=self.config.log_dir,
         )  # fmt: skip
         if background:
             return self._to_background(session)

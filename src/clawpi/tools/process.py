@@ -9,7 +9,7 @@ from clawpi.agent.tool import AgentTool, ToolResult, ToolUpdateCallback
 from clawpi.ai.abort import AbortSignal
 from clawpi.tools.errors import ToolError, ToolInputError
 from clawpi.tools.params import as_mapping, get_bool, get_int, get_str, require_str
-from clawpi.tools.process_registry import ProcessRegistry, ProcessSession
+from clawpi.tools.process_registry import ProcessRegistry, ProcessSession, resolve_scope
 from clawpi.tools.truncate import truncate_tail
 
 DEFAULT_LOG_LINES = 200
@@ -85,7 +85,7 @@ class ProcessTool:
         session_id = get_str(args, "sessionId", "process")
         if not session_id:
             raise ToolInputError(f"process: action {action!r} needs a sessionId.")
-        session = self.registry.get(session_id, self.scope_key)
+        session = self.registry.get(session_id, resolve_scope(self.scope_key))
         if action == "poll":
             return await self._poll(
                 session, get_int(args, "timeout", "process", minimum=0) or 0, signal
@@ -122,7 +122,7 @@ class ProcessTool:
         return ToolResult.text(f"Removed session {session.id}.")
 
     def _list(self) -> ToolResult:
-        sessions = self.registry.list(self.scope_key)
+        sessions = self.registry.list(resolve_scope(self.scope_key))
         if not sessions:
             return ToolResult.text("No running or recent sessions.")
         lines = [

@@ -15,6 +15,7 @@ import secrets
 import signal as signals
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Literal
 
 from clawpi.tools.errors import ToolError
@@ -37,6 +38,16 @@ def job_ttl_from_env() -> float:
     except ValueError:
         seconds = DEFAULT_JOB_TTL_SECONDS
     return min(MAX_JOB_TTL_SECONDS, max(MIN_JOB_TTL_SECONDS, seconds))
+
+
+run_scope: ContextVar[str | None] = ContextVar("clawpi_process_scope", default=None)
+"""The scope of the run a tool call belongs to, used by exec and process tools built without
+a scope of their own: the runner shares one tool set between sessions and sets this per run."""
+
+
+def resolve_scope(scope_key: str | None) -> str | None:
+    """A tool's own scope if it has one, else the current run's."""
+    return scope_key if scope_key is not None else run_scope.get()
 
 
 @dataclasses.dataclass(eq=False)
