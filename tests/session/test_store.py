@@ -274,3 +274,16 @@ def test_context_follows_model_thinking_and_latest_compaction() -> None:
         "assistant",
         "custom",
     ]
+
+
+def test_create_with_a_named_file_starts_it_there_or_opens_it(tmp_path: Path) -> None:
+    path = tmp_path / "sessions" / "chat-1.jsonl"
+    sm = SessionManager.create("/work/project", path.parent, session_file=path)
+    assert sm.session_file == path and not path.exists()  # written with the first assistant turn
+    sm.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    sm.append_message({"role": "assistant", "content": [], "stopReason": "stop", "timestamp": 2})
+    assert sorted(p.name for p in path.parent.iterdir()) == ["chat-1.jsonl", "chat-1.jsonl.lock"]
+    header = SessionManager.open(path).get_header()
+    assert header is not None and header["cwd"] == "/work/project"
+    again = SessionManager.create("/elsewhere", path.parent, session_file=path)
+    assert [e["id"] for e in again.get_entries()] == [e["id"] for e in sm.get_entries()]

@@ -150,9 +150,7 @@ def _open_session(path: Path, workspace: Path) -> SessionManager:
     if path.exists():
         prewarm_session_file(path)
         return SessionManager.open(path)
-    manager = SessionManager.create(workspace, path.parent)
-    manager.set_session_file(path)
-    return manager
+    return SessionManager.create(workspace, path.parent, session_file=path)
 
 
 def _settings(config: Mapping[str, Any]) -> SettingsManager:

@@ -100,10 +100,13 @@ class SessionManager(SessionTree):
         agent_id: str = DEFAULT_AGENT_ID,
         pi_agent_dir: str | os.PathLike[str] | None = None,
         fsync: bool = True,
+        session_file: str | os.PathLike[str] | None = None,
     ) -> SessionManager:
-        """A new session; its file appears with the first assistant message."""
+        """A new session; its file (`session_file`, else a timestamped name in the session
+        directory) appears with the first assistant message. An existing `session_file` is
+        opened instead."""
         directory = _resolve_dir(str(cwd), session_dir, agent_id, pi_agent_dir)
-        return cls(str(cwd), directory, None, True, fsync=fsync)
+        return cls(str(cwd), directory, session_file, True, fsync=fsync)
 
     @classmethod
     def open(
@@ -195,6 +198,9 @@ class SessionManager(SessionTree):
         self, *, id: str | None = None, parent_session: str | None = None
     ) -> Path | None:
         """Start an empty session (in memory until the first assistant message)."""
+        return self._begin(id, parent_session, None)
+
+    def _begin(self, id: str | None, parent_session: str | None, file: Path | None) -> Path | None:
         self.session_id = id or str(uuid.uuid4())
         timestamp = now_iso()
         header: Entry = {
@@ -209,9 +215,11 @@ class SessionManager(SessionTree):
         self._reset(header, [])
         self._header_on_disk = False
         self._on_disk = 0
-        if self.persist and self.session_dir is not None:
-            self._use_file(self.session_dir / session_file_name(timestamp, self.session_id))
-            assert self._writer is not None
+        if file is None and self.persist and self.session_dir is not None:
+            file = self.session_dir / session_file_name(timestamp, self.session_id)
+        if file is not None:
+            self._use_file(file)
+        if self._writer is not None:
             self._writer.expect(0, 0, True)
             self._writer.inode = None
         return self.session_file
@@ -224,8 +232,7 @@ class SessionManager(SessionTree):
     def _set_session_file(self, file: Path) -> None:
         parsed = read_session_file(file, check_objects=False)
         if not parsed.lines and parsed.size == 0 and not file.exists():
-            self.new_session()
-            self._use_file(file)
+            self._begin(None, None, file)
             return
         self._use_file(file)
         if self.persist and self.repair and parsed.damaged and parsed.header is not None:
@@ -253,8 +260,7 @@ class SessionManager(SessionTree):
         if self.persist and parsed.size > 0:
             with self._lock():
                 os.replace(file, _backup_path(file))
-        self.new_session()
-        self._use_file(file)
+        self._begin(None, None, file)
         if self.persist:
             assert self._writer is not None
             self._writer.rewrite(dumps_line(self._header))

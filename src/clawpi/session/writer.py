@@ -41,12 +41,21 @@ class SessionWriter:
     ) -> None:
         self.path = path
         self.fsync = fsync
-        self.lock = lock_factory(path)
+        self._lock_factory = lock_factory
+        self._lock: SessionLock | None = None
         self.size: int | None = None
         self.inode: int | None = None
         self.ends_with_newline = True
         self._fd: int | None = None
         self._finalizer: weakref.finalize[[int], SessionWriter] | None = None
+
+    @property
+    def lock(self) -> SessionLock:
+        """Made at first use: a manager switches files (new session, then the file it was
+        asked for) before it writes anything."""
+        if self._lock is None:
+            self._lock = self._lock_factory(self.path)
+        return self._lock
 
     def expect(self, size: int, inode: int, ends_with_newline: bool) -> None:
         """Record the state of the file as the manager last read it."""
