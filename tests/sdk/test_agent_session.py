@@ -318,3 +318,11 @@ async def test_abort_stops_a_running_compaction(make_session: SessionFactory) ->
     with pytest.raises(CompactionError, match="aborted"):
         await task
     assert not [e for e in session.session_manager.get_entries() if e["type"] == "compaction"]
+
+
+async def test_a_given_system_prompt_is_what_the_model_gets(make_session: SessionFactory) -> None:
+    faux = FauxProvider(["ok"])
+    session = await make_session(faux.model, system_prompt="You answer in haiku.")
+    assert session.system_prompt == "You answer in haiku."
+    await session.prompt("hello")
+    assert faux.requests[0]["systemPrompt"] == "You answer in haiku."

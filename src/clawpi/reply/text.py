@@ -23,6 +23,9 @@ from clawpi.reply.user_text import sanitize_user_facing_text
 _MINIMAX_INVOKE = re.compile(r"<invoke\b[^>]*>.*?</invoke>", re.I | re.S)
 _MINIMAX_TAG = re.compile(r"</?minimax:tool_call>", re.I)
 _SPECIAL_TOKEN = re.compile(r"<[|｜][^|｜<>]*[|｜]>")
+_SPACES = re.compile(r" {2,}")
+_DOWNGRADED_MARKER = re.compile(r"\[Tool (?:Call|Result)|\[Historical context", re.I)
+_LINE_GAP = re.compile(r"[ \t]*\r?\n?[ \t]*")
 _TOOL_CALL_MARKER = re.compile(r"\[Tool Call:[^\]]*\]", re.I)
 _TOOL_RESULT_BLOCK = re.compile(
     r"\[Tool Result for ID[^\]]*\]\n?.*?(?=\n*\[Tool |\n*\Z)", re.I | re.S
@@ -42,7 +45,7 @@ def strip_model_special_tokens(text: str) -> str:
     """Remove leaked control tokens such as `<|im_end|>`."""
     if not text or not _SPECIAL_TOKEN.search(text):
         return text
-    return re.sub(r" {2,}", " ", _SPECIAL_TOKEN.sub(" ", text)).strip()
+    return _SPACES.sub(" ", _SPECIAL_TOKEN.sub(" ", text)).strip()
 
 
 def _skip_jsonish(text: str, index: int) -> int:
@@ -83,7 +86,7 @@ def strip_downgraded_tool_call_text(text: str) -> str:
 
     They appear when a transcript written by one provider is replayed to another.
     """
-    if not text or not re.search(r"\[Tool (?:Call|Result)|\[Historical context", text, re.I):
+    if not text or not _DOWNGRADED_MARKER.search(text):
         return text
     out: list[str] = []
     cursor = 0
@@ -92,8 +95,8 @@ def strip_downgraded_tool_call_text(text: str) -> str:
             continue
         out.append(text[cursor : match.start()])
         index = match.end()
-        rest = re.match(r"[ \t]*\r?\n?[ \t]*", text[index:])
-        index += rest.end() if rest else 0
+        gap = _LINE_GAP.match(text, index)
+        index = gap.end() if gap else index
         if text[index : index + 9].lower() == "arguments":
             index += 9
             if text[index : index + 1] == ":":

@@ -346,9 +346,9 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
                 resource_loader=loader,
                 extensions=_extensions(params, manager),
                 discover_extensions=False,
+                system_prompt=system_prompt,
             )
             holder["session"] = session
-            session.set_system_prompt(system_prompt)
             _prepare_history(session, params, allowed)
             await _prompt(session, params, result, pending)
         finally:

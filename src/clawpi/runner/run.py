@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import random
 import re
 import time
@@ -150,29 +151,33 @@ async def _sleep_abortable(ms: int, signal: AbortSignal | None) -> None:
 
 
 _REGISTRY_FILES = ("auth.json", "models.json")
-_registries: dict[Path, tuple[tuple[tuple[int, int] | None, ...], ModelRegistry]] = {}
+_registries: dict[str, tuple[list[tuple[int, int] | None], ModelRegistry]] = {}
 
 
-def _file_stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
+def _registry_stamp(agent_dir: str) -> list[tuple[int, int] | None]:
+    stamps: list[tuple[int, int] | None] = []
+    for name in _REGISTRY_FILES:
+        try:
+            stat = os.stat(os.path.join(agent_dir, name))
+        except OSError:
+            stamps.append(None)
+        else:
+            stamps.append((stat.st_mtime_ns, stat.st_size))
+    return stamps
 
 
 def agent_model_registry(agent_dir: Path) -> ModelRegistry:
     """The agent dir's model registry (catalog, models.json, auth.json keys), reused across runs
     until either file changes: building it takes a file lock and reparses both files, which
     would otherwise be paid on every inbound message."""
-    stamp = tuple(_file_stamp(agent_dir / name) for name in _REGISTRY_FILES)
-    cached = _registries.get(agent_dir)
+    key = str(agent_dir)
+    stamp = _registry_stamp(key)
+    cached = _registries.get(key)
     if cached is not None and cached[0] == stamp:
         return cached[1]
     registry = ModelRegistry.for_agent_dir(AuthStorage.for_agent_dir(agent_dir), agent_dir)
     # AuthStorage creates auth.json when it is missing: stamp what is there now.
-    stamp = tuple(_file_stamp(agent_dir / name) for name in _REGISTRY_FILES)
-    _registries[agent_dir] = (stamp, registry)
+    _registries[key] = (_registry_stamp(key), registry)
     return registry
 
 

@@ -22,13 +22,19 @@ _lock = threading.Lock()
 _holders = 0
 _current: Path | None = None
 _original: str | None = None
+_resolved: dict[str, Path] = {}
+"""Workspaces resolved once each (resolving stats every component of the path)."""
 
 
 @contextlib.contextmanager
 def workspace_cwd(workspace: Path) -> Iterator[bool]:
     """Yields True when the process cwd is `workspace` for this block."""
     global _holders, _current, _original
-    target = workspace.resolve()
+    target = _resolved.get(str(workspace))
+    if target is None:
+        if len(_resolved) >= 256:
+            _resolved.clear()
+        target = _resolved[str(workspace)] = workspace.resolve()
     entered = False
     with _lock:
         if _holders == 0:

@@ -66,6 +66,7 @@ class AgentSession:
         tools: Mapping[str, AgentTool],
         active_tools: Sequence[str],
         cwd: Path,
+        system_prompt: str | None = None,
     ) -> None:
         self.agent = agent
         self.session_manager = session_manager
@@ -88,7 +89,7 @@ class AgentSession:
         self._auto_retry = settings_manager.settings.retry.enabled
         self._next_turn: list[dict[str, Any]] = []
         self._base_system_prompt = ""
-        self._system_prompt_override: str | None = None
+        self._system_prompt_override = system_prompt
         self._unsubscribe_agent = agent.subscribe(self._on_agent_event)
         agent.convert_to_llm = self._convert_to_llm
         agent.transform_context = self._transform_context

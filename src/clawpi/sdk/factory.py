@@ -73,8 +73,12 @@ async def create_agent_session(
     discover_extensions: bool = True,
     sandbox: bool = False,
     workspace_only: bool = False,
+    system_prompt: str | None = None,
 ) -> AgentSession:
-    """A ready session. Unset pieces default to the agent dir's files (pi's layout)."""
+    """A ready session. Unset pieces default to the agent dir's files (pi's layout).
+
+    `system_prompt` replaces the one built from the tools, context files and skills (as
+    `AgentSession.set_system_prompt` does later), so that one is never built."""
     root = Path(os.path.realpath(cwd or os.getcwd()))
     directory = Path(agent_dir) if agent_dir is not None else default_agent_dir()
     auth = auth_storage or AuthStorage.for_agent_dir(directory)
@@ -173,6 +177,7 @@ async def create_agent_session(
         tools=all_tools,
         active_tools=list(dict.fromkeys(active)),
         cwd=root,
+        system_prompt=system_prompt,
     )
     session.model_fallback_message = fallback_message
     if not resumed:

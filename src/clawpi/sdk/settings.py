@@ -112,19 +112,22 @@ def merge_settings(base: dict[str, Any], override: dict[str, Any]) -> dict[str, 
 class SettingsManager:
     """Reads, merges and updates settings. `settings` is the validated merged view."""
 
-    def __init__(self, agent_dir: Path | str | None = None, cwd: Path | str | None = None) -> None:
+    def __init__(
+        self,
+        agent_dir: Path | str | None = None,
+        cwd: Path | str | None = None,
+        *,
+        overrides: dict[str, Any] | None = None,
+    ) -> None:
         self.global_path = Path(agent_dir) / SETTINGS_FILE if agent_dir is not None else None
         project_dir = project_config_dir(Path(cwd)) if cwd is not None else None
         self.project_path = project_dir / SETTINGS_FILE if project_dir is not None else None
-        self._overrides: dict[str, Any] = {}
+        self._overrides: dict[str, Any] = dict(overrides or {})
         self.reload()
 
     @classmethod
     def in_memory(cls, data: dict[str, Any] | None = None) -> SettingsManager:
-        manager = cls()
-        manager._overrides = dict(data or {})
-        manager.reload()
-        return manager
+        return cls(overrides=data)
 
     def reload(self) -> None:
         global_data = self._read(self.global_path)
