@@ -257,3 +257,31 @@ async def test_steering_message_is_delivered_into_the_running_turn(tmp_path: Pat
     assert "added the summary too" in [p.text for p in result.payloads]
     assert harness.user_turns("st") == ["write the report", "also add a summary"]
     assert not queue_embedded_pi_message(harness.session_id("st"), "too late")
+
+
+async def test_a_turn_sees_what_another_writer_appended_since_the_last_turn(
+    tmp_path: Path,
+) -> None:
+    """Turns of a chat reuse the session the last turn left open, unless the file changed."""
+    seen: list[list[str]] = []
+
+    async def answer(context: Context, _options: StreamOptions) -> FauxResponse:
+        seen.append([_text(m) for m in context["messages"] if m.get("role") == "user"])
+        return FauxResponse(content=[faux_text("ok")])
+
+    harness = Harness(tmp_path, answer)
+    await harness.run("chat", "first")
+    await harness.run("chat", "second")
+    other = SessionManager.open(harness.session_file("chat"))
+    other.append_message({"role": "user", "content": "from another process", "timestamp": 1})
+    other.append_message(
+        {"role": "assistant", "content": [{"type": "text", "text": "noted"}],
+         "stopReason": "stop", "timestamp": 2}
+    )  # fmt: skip
+    await harness.run("chat", "third")
+    assert seen == [
+        ["first"],
+        ["first", "second"],
+        ["first", "second", "from another process", "third"],
+    ]
+    assert harness.user_turns("chat") == ["first", "second", "from another process", "third"]

@@ -53,3 +53,13 @@ def test_zero_ttl_disables_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyP
     cache = SessionManagerCache()
     assert cache.get(file) is not cache.get(file)
     assert cache.prune() == 0
+
+
+def test_the_least_recently_used_managers_are_let_go_beyond_the_limit(tmp_path: Path) -> None:
+    files = [_session(tmp_path / f"s{i}") for i in range(3)]
+    cache = SessionManagerCache(ttl_ms=60_000, max_entries=2)
+    first, second = cache.get(files[0]), cache.get(files[1])
+    assert cache.get(files[0]) is first  # used again: now the most recent
+    cache.get(files[2])  # over the limit: the least recently used (files[1]) goes
+    assert cache.get(files[0]) is first
+    assert cache.get(files[1]) is not second

@@ -53,7 +53,7 @@ from clawpi.runner.turn_validation import validate_replay_turns
 from clawpi.runner.workspace import workspace_cwd
 from clawpi.sdk import AgentSession, AuthStorage, ModelRegistry, ResourceLoader, SettingsManager
 from clawpi.sdk.factory import create_agent_session
-from clawpi.session import SessionManager, prewarm_session_file
+from clawpi.session import SessionManager, SessionManagerCache
 from clawpi.session.guard import install_tool_result_guard
 from clawpi.tools.process_registry import run_scope
 
@@ -146,11 +146,22 @@ class _RunHandle:
         self.session.agent.abort("aborted by request")
 
 
+_managers = SessionManagerCache()
+_busy: set[int] = set()
+"""Managers an attempt is using now: a run on the same file meanwhile opens its own."""
+
+
 def _open_session(path: Path, workspace: Path) -> SessionManager:
+    """The session's manager: the one the last turn left open when the file is as it left it
+    (no re-parse of the whole history on every message), else the file opened anew."""
     if path.exists():
-        prewarm_session_file(path)
-        return SessionManager.open(path)
-    return SessionManager.create(workspace, path.parent, session_file=path)
+        manager = _managers.get(path)
+        if id(manager) in _busy:
+            manager = SessionManager.open(path)
+    else:
+        manager = SessionManager.create(workspace, path.parent, session_file=path)
+    _busy.add(id(manager))
+    return manager
 
 
 def _settings(config: Mapping[str, Any]) -> SettingsManager:
@@ -288,6 +299,7 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
     params.workspace_dir.mkdir(parents=True, exist_ok=True)
     restore_env: Callable[[], None] = lambda: None  # noqa: E731
     session: AgentSession | None = None
+    manager: SessionManager | None = None
     guard: Any = None
     holder: dict[str, AgentSession] = {}  # lets a client tool abort the session it runs in
     scope = run_scope.set(params.session_key or params.session_id)
@@ -358,6 +370,8 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
                     await session.dispose()
             if guard is not None:
                 guard.uninstall()
+            if manager is not None:
+                _busy.discard(id(manager))
             restore_env()
             holder.clear()  # the tools outlive the attempt in caches and logs; the session need not
             run_scope.reset(scope)

@@ -60,6 +60,11 @@ def prewarm_session_file(path: str | os.PathLike[str], ttl_ms: int | None = None
     return True
 
 
+DEFAULT_MAX_MANAGERS: Final = 64
+"""Each open manager holds its file (and its lock file) open: the least recently used beyond
+this many are let go."""
+
+
 class SessionManagerCache:
     """Open managers by file, reused within the TTL while the file is unchanged on disk."""
 
@@ -67,9 +72,11 @@ class SessionManagerCache:
         self,
         ttl_ms: int | None = None,
         opener: Callable[[Path], SessionManager] = SessionManager.open,
+        max_entries: int = DEFAULT_MAX_MANAGERS,
     ) -> None:
         self._ttl_ms = ttl_ms
         self._opener = opener
+        self._max_entries = max_entries
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[SessionManager, float]] = {}
 
@@ -84,15 +91,17 @@ class SessionManagerCache:
         now = time.monotonic()
         with self._lock:
             cached = self._entries.get(key)
-            if cached is not None and (now - cached[1]) * 1000 < ttl and cached[0].matches_disk():
-                self._entries[key] = (cached[0], now)
-                return cached[0]
             self._entries.pop(key, None)
+            if cached is not None and (now - cached[1]) * 1000 < ttl and cached[0].matches_disk():
+                self._entries[key] = (cached[0], now)  # now the most recently used
+                return cached[0]
         prewarm_session_file(key, ttl)
         manager = self._opener(Path(key))
         if ttl > 0:
             with self._lock:
                 self._entries[key] = (manager, now)
+                while len(self._entries) > self._max_entries:
+                    del self._entries[next(iter(self._entries))]
         return manager
 
     def invalidate(self, path: str | os.PathLike[str]) -> None:
