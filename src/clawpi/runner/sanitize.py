@@ -765,11 +765,18 @@ def strip_tool_result_details(messages: list[Msg]) -> list[Msg]:
     ]
 
 
+_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+_NUMBER = (int, float)
+
+
 def _is_full_usage(usage: Any) -> bool:
-    keys = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
-    return isinstance(usage, dict) and all(
-        isinstance(usage.get(k), int | float) and not isinstance(usage.get(k), bool) for k in keys
-    )
+    if not isinstance(usage, dict):
+        return False
+    for key in _USAGE_KEYS:
+        value = usage.get(key)
+        if not isinstance(value, _NUMBER) or isinstance(value, bool):
+            return False
+    return True
 
 
 def normalize_assistant_usage(messages: list[Msg]) -> list[Msg]:
@@ -789,8 +796,8 @@ def normalize_assistant_usage(messages: list[Msg]) -> list[Msg]:
             usage = message.get("usage")
             written_at = message.get("timestamp")
             stale = index < last_compaction or (
-                isinstance(compacted_at, int | float)
-                and isinstance(written_at, int | float)
+                isinstance(compacted_at, _NUMBER)
+                and isinstance(written_at, _NUMBER)
                 and written_at <= compacted_at
             )
             if (stale and usage != empty_usage()) or not _is_full_usage(usage):
