@@ -2,7 +2,9 @@
 
 The run targets a local fake OpenAI-compatible server configured through models.json; the time
 is measured from spawning the process to the moment the server receives the request, so it is
-everything a user waits for before the model can start answering. Target: <= 400 ms.
+everything a user waits for before the model can start answering. Target: <= 400 ms. For
+scale, the table also times a bare interpreter and one that only imports the `openai` SDK that
+the run sends its request with.
 
     python bench/bench_cli.py [--runs 7]
 """
@@ -45,6 +47,15 @@ def time_help(runs: int, env: dict[str, str]) -> list[float]:
     for _ in range(runs):
         start = time.monotonic()
         subprocess.run([*CLI, "--help"], capture_output=True, check=True, env=env)
+        times.append(time.monotonic() - start)
+    return times
+
+
+def time_python(runs: int, env: dict[str, str], code: str) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.monotonic()
+        subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, env=env)
         times.append(time.monotonic() - start)
     return times
 
@@ -119,12 +130,16 @@ def main() -> None:
         time_run(1, server, env, workspace)
         help_times = time_help(args.runs, env)
         run_times = time_run(args.runs, server, env, workspace)
+        bare_times = time_python(args.runs, env, "pass")
+        sdk_times = time_python(args.runs, env, "import openai")
     print(f"clawpi start-up, median of {args.runs} runs")
     print(f"{'what':<36} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
     print("-" * 65)
     for name, values in (
         ("clawpi --help", help_times),
         ("clawpi run -> first request byte", run_times),
+        ("for scale: python -c pass", bare_times),
+        ("for scale: python -c 'import openai'", sdk_times),
     ):
         print(
             f"{name:<36} {statistics.median(values) * 1000:>10.0f} "

@@ -18,15 +18,14 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-from jsonschema import ValidationError
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
-from jsonschema.validators import Draft202012Validator, validator_for
+from typing import TYPE_CHECKING, Any
 
 from clawpi.ai.types import Tool, ToolCall
 from clawpi.errors import ClawpiError
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
 
 _SCALARS = ("string", "number", "integer", "boolean", "null")
 _CACHE_LIMIT = 256
@@ -46,6 +45,10 @@ class ToolArgumentValidator:
     __slots__ = ("_validator", "schema")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
+        # imported at the first tool call rather than at start-up, where it would cost ~90 ms
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import Draft202012Validator, validator_for
+
         self.schema = schema
         cls = validator_for(schema, default=Draft202012Validator)
         try:

@@ -15,8 +15,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from clawpi.sdk.paths import PROJECT_DIR_NAMES
 
 CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
@@ -69,6 +67,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     for index in range(1, len(lines)):
         if lines[index].strip() == "---":
             raw = "\n".join(lines[1:index])
+            import yaml  # only files with front matter need it (~20 ms at start-up otherwise)
+
             try:
                 data = yaml.safe_load(raw) or {}
             except yaml.YAMLError as exc:
