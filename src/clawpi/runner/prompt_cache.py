@@ -8,7 +8,6 @@ a turn now only stats the bootstrap files to see whether any of them changed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +15,7 @@ import orjson
 
 from clawpi.ai.models import Model
 from clawpi.runner.config import get_path
+from clawpi.runner.file_stamps import Stamp, file_stamps
 from clawpi.runner.system_prompt import (
     BOOTSTRAP_FILE_NAMES,
     SUBAGENT_BOOTSTRAP_FILES,
@@ -36,20 +36,12 @@ _prompts: dict[bytes, tuple[str, bytes]] = {}
 _skills_prompts: dict[int, tuple[ResourceLoader, str | None]] = {}
 
 
-def _bootstrap_stamps(workspace_dir: str, subagent: bool) -> list[tuple[int, int, int] | None]:
-    """(mtime, size, inode) of every file the bootstrap could read; None where there is none."""
+def _bootstrap_stamps(workspace_dir: str, subagent: bool) -> list[Stamp]:
+    """Stamps of every file the bootstrap could read."""
     names = [n for n in BOOTSTRAP_FILE_NAMES if not subagent or n in SUBAGENT_BOOTSTRAP_FILES]
     if not subagent:
         names.append("memory.md")  # read in place of a missing MEMORY.md
-    stamps: list[tuple[int, int, int] | None] = []
-    for name in names:
-        try:
-            stat = os.stat(os.path.join(workspace_dir, name))
-        except OSError:
-            stamps.append(None)
-        else:
-            stamps.append((stat.st_mtime_ns, stat.st_size, stat.st_ino))
-    return stamps
+    return file_stamps(workspace_dir, names)
 
 
 def _skills_prompt(loader: ResourceLoader) -> str | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import random
 import re
 import time
@@ -61,6 +60,7 @@ from clawpi.runner.config import (
     resolve_timeout_ms,
 )
 from clawpi.runner.fallback import run_with_model_fallback
+from clawpi.runner.file_stamps import Stamp, file_stamps
 from clawpi.runner.lanes import enqueue_in_lanes
 from clawpi.runner.model_resolution import (
     evaluate_context_window_guard,
@@ -151,19 +151,7 @@ async def _sleep_abortable(ms: int, signal: AbortSignal | None) -> None:
 
 
 _REGISTRY_FILES = ("auth.json", "models.json")
-_registries: dict[str, tuple[list[tuple[int, int] | None], ModelRegistry]] = {}
-
-
-def _registry_stamp(agent_dir: str) -> list[tuple[int, int] | None]:
-    stamps: list[tuple[int, int] | None] = []
-    for name in _REGISTRY_FILES:
-        try:
-            stat = os.stat(os.path.join(agent_dir, name))
-        except OSError:
-            stamps.append(None)
-        else:
-            stamps.append((stat.st_mtime_ns, stat.st_size))
-    return stamps
+_registries: dict[str, tuple[list[Stamp], ModelRegistry]] = {}
 
 
 def agent_model_registry(agent_dir: Path) -> ModelRegistry:
@@ -171,13 +159,13 @@ def agent_model_registry(agent_dir: Path) -> ModelRegistry:
     until either file changes: building it takes a file lock and reparses both files, which
     would otherwise be paid on every inbound message."""
     key = str(agent_dir)
-    stamp = _registry_stamp(key)
+    stamp = file_stamps(key, _REGISTRY_FILES)
     cached = _registries.get(key)
     if cached is not None and cached[0] == stamp:
         return cached[1]
     registry = ModelRegistry.for_agent_dir(AuthStorage.for_agent_dir(agent_dir), agent_dir)
     # AuthStorage creates auth.json when it is missing: stamp what is there now.
-    _registries[key] = (_registry_stamp(key), registry)
+    _registries[key] = (file_stamps(key, _REGISTRY_FILES), registry)
     return registry
 
 
