@@ -12,7 +12,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
-import functools
 import mmap
 import os
 import signal
@@ -104,28 +103,27 @@ STALE_RECORD_S: Final = 30 * 60
 """A record of a live process that does not hold the OS lock is respected this long."""
 
 
-_pid = os.getpid()
-"""This process's id, kept (and renewed in a forked child) so locking makes no extra call."""
+class _Records:
+    """The lock-file records of one process, made once (and again in a forked child)."""
+
+    __slots__ = ("owner_head", "owner_tail", "pid", "released")
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.owner_head = b'{"pid":%d,"createdAt":"' % pid
+        iso_width = len("2026-01-01T00:00:00.000Z")
+        self.owner_tail = b'"}'.ljust(_RECORD_BYTES - len(self.owner_head) - iso_width)
+        # `starttime: 0` never matches a live process, so a reader that checks for pid reuse
+        # (OpenClaw's lock) treats the file as free at once. The file itself stays: recreating
+        # it per append would cost a directory update each time.
+        released = {"pid": pid, "createdAt": now_iso(), "starttime": 0, "released": True}
+        self.released = orjson.dumps(released).ljust(_RECORD_BYTES)
+
+    def owner(self) -> bytes:
+        return self.owner_head + now_iso().encode() + self.owner_tail
 
 
-@functools.cache
-def _owner_record_parts(pid: int) -> tuple[bytes, bytes]:
-    head = b'{"pid":%d,"createdAt":"' % pid
-    return head, b'"}'.ljust(_RECORD_BYTES - len(head) - len("2026-01-01T00:00:00.000Z"))
-
-
-def _owner_record() -> bytes:
-    head, tail = _owner_record_parts(_pid)
-    return head + now_iso().encode() + tail
-
-
-@functools.cache
-def _released_record(pid: int) -> bytes:
-    """`starttime: 0` never matches a live process, so a reader that checks for pid reuse
-    (OpenClaw's lock) treats the file as free at once. The file itself stays: recreating it
-    per append would cost a directory update each time."""
-    record = orjson.dumps({"pid": pid, "createdAt": now_iso(), "starttime": 0, "released": True})
-    return record.ljust(_RECORD_BYTES)
+_records = _Records(os.getpid())
 
 
 class _LockFile:
@@ -179,7 +177,7 @@ def _held_without_flock(fd: int) -> bool:
     if not isinstance(record, dict) or record.get("released"):
         return False
     pid = record.get("pid")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == _pid:
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == _records.pid:
         return False
     created = iso_to_ms(record.get("createdAt"))
     if created is None or time.time() * 1000 - created > STALE_RECORD_S * 1000:
@@ -226,10 +224,10 @@ _fork_generation = 0
 def _forget_after_fork() -> None:
     """A forked child owns none of its parent's locks; closing the inherited descriptors
     leaves the parent's locks in place (flock releases only when every copy is closed)."""
-    global _holds_lock, _idle_count, _fork_generation, _pid
+    global _holds_lock, _idle_count, _fork_generation, _records
     _holds_lock = threading.Lock()
     _fork_generation += 1
-    _pid = os.getpid()
+    _records = _Records(os.getpid())
     files = [hold.file for hold in _holds.values()]
     files += [file for pool in _idle.values() for file in pool]
     for file in files:
@@ -307,7 +305,7 @@ def _lock(path: str, file: _LockFile, fresh: bool) -> _LockFile | None:
         fcntl.flock(file.fd, fcntl.LOCK_UN)
         file.close()
         return None
-    file.write_record(_owner_record())
+    file.write_record(_records.owner())
     return file
 
 
@@ -392,7 +390,7 @@ class FileSessionLock:
         if hold.count == 0:
             _holds.pop(hold_key, None)
             file = hold.file
-            file.write_record(_released_record(_pid))
+            file.write_record(_records.released)
             fcntl.flock(file.fd, fcntl.LOCK_UN)
             if self._spare or self._generation != _fork_generation:
                 _park(self._key, file)
@@ -419,7 +417,7 @@ def release_all_locks() -> None:
         _holds.clear()
     for hold in holds:
         with contextlib.suppress(OSError, ValueError):
-            hold.file.write_record(_released_record(_pid))
+            hold.file.write_record(_records.released)
             _unlock(hold.file)
 
 

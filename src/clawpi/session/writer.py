@@ -70,7 +70,7 @@ class SessionWriter:
         The fsync comes after the lock is released: the line is already in the file, in order,
         and other writers need not wait for our disk.
         """
-        lock = self.lock
+        lock = self._lock if self._lock is not None else self.lock
         lock.acquire()
         try:
             fd = self._fd
