@@ -87,6 +87,21 @@ def _is_tool_call(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") in TOOL_CALL_TYPES
 
 
+_THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
+_IMAGE_TYPES: Final = frozenset({"image"})
+
+
+def _has_block(message: Mapping[str, Any], types: frozenset[str]) -> bool:
+    """Whether the message's content has a block of one of `types` (a plain loop: this runs
+    for every message of the history in several steps, on every turn)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") in types:
+                return True
+    return False
+
+
 def tool_calls_of(message: Mapping[str, Any]) -> list[tuple[str, str]]:
     """`(id, name)` of each tool call with a non-blank id, in order."""
     calls = []
@@ -290,7 +305,7 @@ def sanitize_tool_call_ids(
     changed = False
     for message in messages:
         role = message.get("role")
-        if role == "assistant" and any(_is_tool_call(b) for b in _blocks(message)):
+        if role == "assistant" and _has_block(message, TOOL_CALL_TYPES):
             new_blocks = []
             touched = False
             for block in _blocks(message):
@@ -345,9 +360,9 @@ def prune_processed_history_images(
         message = messages[index]
         if message.get("role") not in ("user", "toolResult"):
             continue
-        blocks = _blocks(message)
-        if not any(isinstance(b, dict) and b.get("type") == "image" for b in blocks):
+        if not _has_block(message, _IMAGE_TYPES):
             continue
+        blocks = _blocks(message)
         new_blocks = [
             {"type": "text", "text": PRUNED_HISTORY_IMAGE_TEXT}
             if isinstance(b, dict) and b.get("type") == "image"
@@ -460,10 +475,11 @@ def sanitize_session_messages_images(
         if role in ("user", "toolResult") or (
             role == "assistant" and message.get("stopReason") == "error"
         ):
-            new_blocks = _sanitize_images_in(blocks, limits)
-            if new_blocks is not None:
-                message = {**message, "content": new_blocks}
-                changed = True
+            if _has_block(message, _IMAGE_TYPES):
+                new_blocks = _sanitize_images_in(blocks, limits)
+                if new_blocks is not None:
+                    message = {**message, "content": new_blocks}
+                    changed = True
             out.append(message)
             continue
         if role != "assistant" or not isinstance(message.get("content"), list):
@@ -475,12 +491,12 @@ def sanitize_session_messages_images(
                 strip_thought_signatures(current, policy.sanitize_thought_signatures) or current
             )
         signed_thinking_kept = policy.preserve_signatures and any(
-            isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
-            for b in current
+            isinstance(b, dict) and b.get("type") in _THINKING_TYPES for b in current
         )
         if full and not signed_thinking_kept and any(_is_blank_text(b) for b in current):
             current = [b for b in current if not _is_blank_text(b)]
-        current = _sanitize_images_in(current, limits) or current
+        if _has_block(message, _IMAGE_TYPES):
+            current = _sanitize_images_in(current, limits) or current
         if full and not current:
             changed = True
             continue
@@ -620,7 +636,7 @@ def sanitize_tool_call_inputs(
     changed = False
     for message in messages:
         blocks = _blocks(message)
-        if message.get("role") != "assistant" or not any(_is_tool_call(b) for b in blocks):
+        if message.get("role") != "assistant" or not _has_block(message, TOOL_CALL_TYPES):
             out.append(message)
             continue
         new_blocks = []
