@@ -931,6 +931,67 @@ def apply_google_turn_ordering_fix(
 # -- the pipeline -------------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class HistoryNeeds:
+    """What the steps of the pipeline could find to change in a history. A flag is set when
+    some message has what its step works on; no step adds anything a later step works on, so
+    flags taken from the input stay true for the whole pipeline. A clean chat history then
+    costs one pass instead of one per step."""
+
+    inter_session: bool = False
+    delivery_mirror: bool = False
+    tool_parts: bool = False
+    images: bool = False
+    signatures: bool = False
+    thinking: bool = False
+    blank_or_empty: bool = False
+    details: bool = False
+    usage: bool = False
+
+
+def scan_history(messages: Sequence[Msg]) -> HistoryNeeds:
+    needs = HistoryNeeds()
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "assistant":
+            if message.get("provider") == "openclaw" and message.get("model") == "delivery-mirror":
+                needs.delivery_mirror = True
+            if not needs.usage and not _is_full_usage(message.get("usage")):
+                needs.usage = True
+            if isinstance(content, list) and not content:
+                needs.blank_or_empty = True
+        elif role == "user":
+            provenance = message.get("provenance")
+            if isinstance(provenance, dict) and provenance.get("kind") == "inter_session":
+                needs.inter_session = True
+            if is_compaction_summary(message):
+                needs.usage = True
+        elif role == "toolResult":
+            needs.tool_parts = True
+            if "details" in message:
+                needs.details = True
+        elif role == "compactionSummary":
+            needs.usage = True
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "image":
+                needs.images = True
+            elif kind in TOOL_CALL_TYPES:
+                needs.tool_parts = True
+            elif kind in _THINKING_TYPES:
+                needs.thinking = True
+            elif role == "assistant" and _is_blank_text(block):
+                needs.blank_or_empty = True
+            if "thought_signature" in block or "thoughtSignature" in block:
+                needs.signatures = True
+    return needs
+
+
 def sanitize_session_history(
     messages: Sequence[Msg],
     policy: TranscriptPolicy,
@@ -949,27 +1010,38 @@ def sanitize_session_history(
     bootstrap marker are recorded as custom entries (no other writes).
     """
     history = list(messages)
+    needs = scan_history(history)
     # 1. provenance of relayed messages; delivery mirrors are not model output
-    history = annotate_inter_session_user_messages(history)
-    if provider == "anthropic" or model_api == "anthropic-messages":
+    if needs.inter_session:
+        history = annotate_inter_session_user_messages(history)
+    if needs.delivery_mirror and (provider == "anthropic" or model_api == "anthropic-messages"):
         history = drop_delivery_mirror_messages(history)
     # 2. ids, images, signatures, blank content
-    history = sanitize_session_messages_images(
-        history, policy, limits=image_limits, keep_image_turns=keep_image_turns
-    )
-    if policy.drop_thinking_blocks:
+    if (
+        needs.images
+        or needs.signatures
+        or (needs.tool_parts and policy.sanitize_tool_call_ids)
+        or (needs.blank_or_empty and policy.sanitize_mode == "full")
+    ):
+        history = sanitize_session_messages_images(
+            history, policy, limits=image_limits, keep_image_turns=keep_image_turns
+        )
+    if policy.drop_thinking_blocks and needs.thinking:
         history = drop_thinking_blocks(history)
     # 3. Claude-via-Google thinking signatures
-    if policy.normalize_antigravity_thinking_blocks:
+    if policy.normalize_antigravity_thinking_blocks and needs.thinking:
         history = sanitize_antigravity_thinking_blocks(history)
     # 4. malformed or unknown tool calls
-    history = sanitize_tool_call_inputs(history, allowed_tool_names=allowed_tool_names)
+    if needs.tool_parts:
+        history = sanitize_tool_call_inputs(history, allowed_tool_names=allowed_tool_names)
     # 5. calls and results paired
-    if policy.repair_tool_use_result_pairing:
+    if policy.repair_tool_use_result_pairing and needs.tool_parts:
         history = sanitize_tool_use_result_pairing(history)
     # 6. UI-only details and stale usage
-    history = strip_tool_result_details(history)
-    history = normalize_assistant_usage(history)
+    if needs.details:
+        history = strip_tool_result_details(history)
+    if needs.usage:
+        history = normalize_assistant_usage(history)
     # 7. Responses reasoning that cannot be replayed after a model switch
     model_changed = record_model_snapshot(session_manager, provider, model_api, model_id)
     if is_openai_responses_api(model_api) and model_changed:

@@ -1,0 +1,168 @@
+"""The pipeline skips steps a history gives nothing to do, with the same result as running all."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from clawpi.runner.sanitize import (
+    annotate_inter_session_user_messages,
+    drop_delivery_mirror_messages,
+    drop_thinking_blocks,
+    normalize_assistant_usage,
+    sanitize_antigravity_thinking_blocks,
+    sanitize_session_history,
+    sanitize_session_messages_images,
+    sanitize_tool_call_inputs,
+    sanitize_tool_use_result_pairing,
+    strip_tool_result_details,
+)
+from clawpi.runner.transcript_policy import TranscriptPolicy, resolve_transcript_policy
+from clawpi.session.context import COMPACTION_SUMMARY_PREFIX
+
+Msg = dict[str, Any]
+USAGE = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2}
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+def _assistant(*blocks: Any, **extra: Any) -> Msg:
+    return {
+        "role": "assistant",
+        "content": list(blocks),
+        "usage": dict(USAGE),
+        "stopReason": "stop",
+        "timestamp": 2,
+        **extra,
+    }
+
+
+TRAITS: dict[str, list[Msg]] = {
+    "plain": [
+        {"role": "user", "content": "hello", "timestamp": 1},
+        _assistant({"type": "text", "text": "hi"}),
+    ],
+    "inter_session": [
+        {
+            "role": "user",
+            "content": "relayed",
+            "timestamp": 1,
+            "provenance": {"kind": "inter_session", "sourceSessionKey": "agent:main:other"},
+        },
+    ],
+    "delivery_mirror": [
+        _assistant({"type": "text", "text": "sent"}, provider="openclaw", model="delivery-mirror")
+    ],
+    "tool_turn": [
+        _assistant({"type": "toolCall", "id": "call|1", "name": "read", "arguments": {}}),
+        {
+            "role": "toolResult",
+            "toolCallId": "call|1",
+            "toolName": "read",
+            "details": {"a": 1},
+            "content": [{"type": "text", "text": "ok"}],
+            "isError": False,
+            "timestamp": 3,
+        },
+    ],
+    "orphan_result": [
+        {
+            "role": "toolResult",
+            "toolCallId": "x",
+            "toolName": "read",
+            "content": [{"type": "text", "text": "?"}],
+            "isError": False,
+            "timestamp": 3,
+        },
+    ],
+    "unknown_tool": [
+        _assistant({"type": "toolCall", "id": "c2", "name": "bad name!", "arguments": {}})
+    ],
+    "image": [
+        {
+            "role": "user",
+            "timestamp": 1,
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image", "data": PNG, "mimeType": "image/png"},
+            ],
+        },
+    ],
+    "unreadable_image": [
+        {"role": "user", "timestamp": 1, "content": [{"type": "image", "data": "@@@"}]},
+    ],
+    "signature": [
+        _assistant({"type": "text", "text": "x", "thought_signature": "msg_abc"}),
+    ],
+    "thinking": [
+        _assistant(
+            {"type": "thinking", "thinking": "hmm", "thinkingSignature": "sig"},
+            {"type": "text", "text": "done"},
+        ),
+    ],
+    "blank_and_empty": [
+        _assistant({"type": "text", "text": "  "}, {"type": "text", "text": "kept"}),
+        _assistant(),
+    ],
+    "missing_usage": [
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "u"}],
+            "stopReason": "stop",
+            "timestamp": 2,
+        }
+    ],
+    "compaction": [
+        {"role": "user", "content": f"{COMPACTION_SUMMARY_PREFIX}\\nearlier", "timestamp": 5},
+    ],
+}
+
+POLICIES = [
+    ("anthropic-messages", "anthropic", "claude-sonnet-4-5"),
+    ("openai-completions", "openai", "gpt-4o"),
+    ("openai-responses", "openai", "gpt-5"),
+    ("google-generative-ai", "google", "gemini-2.5-pro"),
+    ("openai-completions", "mistral", "mistral-large-latest"),
+    ("openai-completions", "moonshot", "kimi-k2"),
+    ("openai-completions", "github-copilot", "claude-sonnet-4"),  # drops thinking
+    ("google-gemini-cli", "google-antigravity", "claude-sonnet-4-5"),  # keeps valid thinking
+]
+
+
+def _every_step(history: list[Msg], policy: TranscriptPolicy, provider: str, api: str) -> list[Msg]:
+    """Steps 1-6 run unconditionally, as the pipeline did before it learned to skip."""
+    history = annotate_inter_session_user_messages(list(history))
+    if provider == "anthropic" or api == "anthropic-messages":
+        history = drop_delivery_mirror_messages(history)
+    history = sanitize_session_messages_images(history, policy)
+    if policy.drop_thinking_blocks:
+        history = drop_thinking_blocks(history)
+    if policy.normalize_antigravity_thinking_blocks:
+        history = sanitize_antigravity_thinking_blocks(history)
+    history = sanitize_tool_call_inputs(history, allowed_tool_names=["read"])
+    if policy.repair_tool_use_result_pairing:
+        history = sanitize_tool_use_result_pairing(history)
+    return normalize_assistant_usage(strip_tool_result_details(history))
+
+
+@pytest.mark.parametrize(("api", "provider", "model_id"), POLICIES)
+def test_skipping_steps_changes_nothing(api: str, provider: str, model_id: str) -> None:
+    policy = resolve_transcript_policy(api, provider, model_id)
+    names = list(TRAITS)
+    histories = [TRAITS[n] for n in names]
+    histories += [TRAITS["plain"] + TRAITS[n] + TRAITS["plain"] for n in names]
+    histories += [a + b for a, b in itertools.combinations([TRAITS[n] for n in names], 2)]
+    for history in histories:
+        expected = _every_step(history, policy, provider, api)
+        result = sanitize_session_history(
+            history,
+            policy,
+            model_api=api,
+            provider=provider,
+            model_id=model_id,
+            allowed_tool_names=["read"],
+        )
+        if policy.apply_google_turn_ordering and len(result) == len(expected) + 1:
+            result = result[1:]  # step 8 put a bootstrap user turn in front
+        assert result == expected
