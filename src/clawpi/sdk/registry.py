@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,6 +32,12 @@ class ModelChoice:
     thinking_level: ThinkingLevel | None = None
 
 
+@functools.cache
+def _catalog_by_key() -> dict[tuple[str, str], Model]:
+    """The built-in catalog by (provider, id), indexed once; each registry copies it."""
+    return {(m.provider, m.id): m for m in list_models()}
+
+
 class ModelRegistry:
     def __init__(self, auth_storage: AuthStorage, models_path: Path | str | None = None) -> None:
         self.auth_storage = auth_storage
@@ -48,7 +55,7 @@ class ModelRegistry:
     def refresh(self) -> None:
         """Reload the catalog and models.json (call after editing the file)."""
         self.error = None
-        self._models = {(m.provider, m.id): m for m in list_models()}
+        self._models = dict(_catalog_by_key())
         self._provider_keys = {}
         self._auth_header = set()
         if self.models_path is not None:

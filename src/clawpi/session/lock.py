@@ -135,7 +135,11 @@ class _LockFile:
     session file's fsync. Readers using `read` see the same bytes.
     """
 
-    __slots__ = ("_map", "fd")
+    __slots__ = ("_map", "_pwrites", "fd")
+
+    MAP_AFTER: Final = 2
+    """Records written with `pwrite` before the file is mapped: a lock file used for one
+    append (a new session's first turn) is not worth the mapping's system calls."""
 
     def __init__(self, path: str) -> None:
         try:
@@ -145,16 +149,19 @@ class _LockFile:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self.fd = fd
         self._map: mmap.mmap | None = None
+        self._pwrites = 0
 
     def write_record(self, record: bytes) -> None:
         if self._map is not None:
             self._map[:] = record
             return
         os.pwrite(self.fd, record, 0)
-        with contextlib.suppress(OSError, ValueError):  # no mapping here: pwrite it is
-            if os.fstat(self.fd).st_size != _RECORD_BYTES:
-                os.ftruncate(self.fd, _RECORD_BYTES)
-            self._map = mmap.mmap(self.fd, _RECORD_BYTES)
+        self._pwrites += 1
+        if self._pwrites == self.MAP_AFTER:  # tried once; where mapping fails, pwrite it is
+            with contextlib.suppress(OSError, ValueError):
+                if os.fstat(self.fd).st_size != _RECORD_BYTES:
+                    os.ftruncate(self.fd, _RECORD_BYTES)
+                self._map = mmap.mmap(self.fd, _RECORD_BYTES)
 
     def close(self) -> None:
         if self._map is not None:
