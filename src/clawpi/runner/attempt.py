@@ -284,19 +284,21 @@ def _run_tools(params: AttemptParams) -> list[Any]:
 async def flush_pending_tool_results_after_idle(session: AgentSession, guard: Any) -> None:
     """Once the agent is idle, give unanswered tool calls their synthetic results; if it never
     goes idle, drop the pending list instead of writing results for tools still running."""
-    try:
-        await asyncio.wait_for(session.agent.wait_for_idle(), IDLE_FLUSH_TIMEOUT_S)
-    except TimeoutError:
-        if guard is not None:
-            guard.clear_pending_tool_results()
-        return
+    if session.is_streaming:  # usually over already: no task or timer for the wait then
+        try:
+            await asyncio.wait_for(session.agent.wait_for_idle(), IDLE_FLUSH_TIMEOUT_S)
+        except TimeoutError:
+            if guard is not None:
+                guard.clear_pending_tool_results()
+            return
     if guard is not None:
         guard.flush_pending_tool_results()
 
 
 async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
     result = AttemptResult()
-    params.workspace_dir.mkdir(parents=True, exist_ok=True)
+    if not params.workspace_dir.is_dir():
+        params.workspace_dir.mkdir(parents=True, exist_ok=True)
     restore_env: Callable[[], None] = lambda: None  # noqa: E731
     session: AgentSession | None = None
     manager: SessionManager | None = None
