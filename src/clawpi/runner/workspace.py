@@ -16,25 +16,21 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from clawpi.session.paths import real_directory
+
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _holders = 0
 _current: Path | None = None
 _original: str | None = None
-_resolved: dict[str, Path] = {}
-"""Workspaces resolved once each (resolving stats every component of the path)."""
 
 
 @contextlib.contextmanager
 def workspace_cwd(workspace: Path) -> Iterator[bool]:
     """Yields True when the process cwd is `workspace` for this block."""
     global _holders, _current, _original
-    target = _resolved.get(str(workspace))
-    if target is None:
-        if len(_resolved) >= 256:
-            _resolved.clear()
-        target = _resolved[str(workspace)] = workspace.resolve()
+    target = Path(real_directory(workspace))
     entered = False
     with _lock:
         if _holders == 0:

@@ -29,6 +29,7 @@ import orjson
 from clawpi.errors import ClawpiError
 from clawpi.session.context import iso_to_ms
 from clawpi.session.entries import now_iso
+from clawpi.session.paths import real_directory
 
 LOCK_TIMEOUT_S: Final = 10.0
 """How long an append waits for another writer before giving up."""
@@ -66,23 +67,7 @@ class SessionLock(Protocol):
 def lock_path_for(session_file: str | os.PathLike[str]) -> Path:
     """`<real dir>/<name>.lock`: symlinked paths to one session share one lock."""
     directory, name = os.path.split(os.path.abspath(session_file))
-    return Path(_real_directory(directory), f"{name}.lock")
-
-
-_real_directories: dict[str, str] = {}
-
-
-def _real_directory(directory: str) -> str:
-    """Resolved once per existing directory: resolving walks every component with lstat, and a
-    session directory does not turn into a symlink while the process runs."""
-    real = _real_directories.get(directory)
-    if real is None:
-        real = os.path.realpath(directory)
-        if os.path.isdir(real):
-            if len(_real_directories) >= 256:
-                _real_directories.clear()
-            _real_directories[directory] = real
-    return real
+    return Path(real_directory(directory), f"{name}.lock")
 
 
 def read_lock_owner(lock_path: str | os.PathLike[str]) -> dict[str, object] | None:

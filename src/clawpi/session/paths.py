@@ -16,6 +16,21 @@ DEFAULT_AGENT_ID: Final = "main"
 STATE_DIR_ENV: Final = "CLAWPI_STATE_DIR"
 
 _SEPARATORS = re.compile(r"[/\\:]")
+_real_directories: dict[str, str] = {}
+
+
+def real_directory(directory: str | os.PathLike[str]) -> str:
+    """The directory's real path, resolved once per existing directory: resolving stats every
+    component of the path, and a directory in use does not turn into a symlink meanwhile."""
+    absolute = os.path.abspath(directory)
+    real = _real_directories.get(absolute)
+    if real is None:
+        real = os.path.realpath(absolute)
+        if os.path.isdir(real):
+            if len(_real_directories) >= 256:
+                _real_directories.clear()
+            _real_directories[absolute] = real
+    return real
 
 
 def state_dir() -> Path:
