@@ -310,6 +310,14 @@ def main() -> None:
 
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="clawpi-bench-"))
     base.mkdir(parents=True, exist_ok=True)
+    try:
+        _report(args, base)
+    finally:  # also when interrupted: the files run to hundreds of MB
+        if not args.dir:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _report(args: argparse.Namespace, base: Path) -> None:
     print(
         f"open + build_session_context (best of {args.repeats}, 20 up to 10k entries; wall ms, "
         "with CPU ms for the "
@@ -348,8 +356,6 @@ def main() -> None:
     raw_us = dict(rows)["raw"]
     for label, us in rows:
         print(f"  {label:<34} {us:>9.0f} us  {us / raw_us:>5.2f}x raw write+fsync")
-    if not args.dir:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
