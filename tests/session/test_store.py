@@ -287,3 +287,30 @@ def test_create_with_a_named_file_starts_it_there_or_opens_it(tmp_path: Path) ->
     assert header is not None and header["cwd"] == "/work/project"
     again = SessionManager.create("/elsewhere", path.parent, session_file=path)
     assert [e["id"] for e in again.get_entries()] == [e["id"] for e in sm.get_entries()]
+
+
+def test_get_branch_follows_appends_branches_and_reloads(tmp_path: Path) -> None:
+    """get_branch remembers the last path it walked; every answer equals a fresh walk."""
+    from clawpi.session.context import get_path
+
+    sm = SessionManager.create("/p", tmp_path)
+
+    def fresh_walk() -> list[str]:
+        leaf = sm.get_leaf_entry()
+        return [e["id"] for e in get_path(sm._by_id, leaf)] if leaf else []
+
+    ids = []
+    for i in range(5):
+        ids.append(sm.append_message({"role": "user", "content": f"m{i}", "timestamp": i}))
+        branch = sm.get_branch()
+        assert [e["id"] for e in branch] == fresh_walk() == ids
+        branch.clear()  # the caller's copy: the remembered path is untouched
+    sm.branch(ids[1])
+    assert [e["id"] for e in sm.get_branch()] == ids[:2]
+    other = sm.append_message({"role": "user", "content": "side", "timestamp": 9})
+    assert [e["id"] for e in sm.get_branch()] == [*ids[:2], other] == fresh_walk()
+    assert [e["id"] for e in sm.get_branch(ids[4])] == ids
+    sm.append_message({"role": "assistant", "content": [], "stopReason": "stop", "timestamp": 10})
+    assert sm.session_file is not None
+    reopened = SessionManager.open(sm.session_file)
+    assert [e["id"] for e in reopened.get_branch()] == [e["id"] for e in sm.get_branch()]

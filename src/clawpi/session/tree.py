@@ -64,6 +64,8 @@ class SessionTree:
         self._labels: dict[str, str] = {}
         self._leaf_id: str | None = None
         self._has_assistant = False
+        self._branch: tuple[Entry, list[Entry], set[str]] | None = None
+        """The last branch walked: (its leaf, the path, the ids on it)."""
 
     def _reset(self, header: Entry, entries: list[Entry]) -> bool:
         """Index `entries` in one pass (on a large session each pass costs a cache miss per
@@ -90,6 +92,7 @@ class SessionTree:
             labels = [e for e in entries if e.get("type") == "label"]
         self._entries = entries
         self._by_id = by_id
+        self._branch = None
         self._labels = {}
         for entry in labels:
             self._apply_label(entry)
@@ -126,8 +129,29 @@ class SessionTree:
     def get_branch(self, from_id: str | None = None) -> list[Entry]:
         """Root-first path to `from_id` (default: the leaf), all entry types."""
         start = from_id if from_id is not None else self._leaf_id
-        leaf = self._by_id.get(start) if start is not None else None
-        return get_path(self._by_id, leaf) if leaf is not None else []
+        if start is None or (leaf := self._by_id.get(start)) is None:
+            return []
+        cached = self._branch
+        if cached is not None:
+            # the leaf asked for again, or a child of it: no walk (a turn asks several times,
+            # and each append moves the leaf one step)
+            last, path, ids = cached
+            if leaf is last:
+                return list(path)
+            parent_id = leaf.get("parentId")
+            if (
+                isinstance(parent_id, str)
+                and parent_id == last.get("id")
+                and start not in ids
+                and self._by_id.get(parent_id) is last
+            ):
+                path.append(leaf)
+                ids.add(start)
+                self._branch = (leaf, path, ids)
+                return list(path)
+        path = get_path(self._by_id, leaf)
+        self._branch = (leaf, path, {e.get("id") for e in path})  # type: ignore[misc]
+        return list(path)
 
     def get_tree(self) -> list[TreeNode]:
         return build_tree(self._entries, self._labels)
