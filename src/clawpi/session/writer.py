@@ -70,7 +70,7 @@ class SessionWriter:
         The fsync comes after the lock is released: the line is already in the file, in order,
         and other writers need not wait for our disk.
         """
-        lock = self._lock if self._lock is not None else self.lock
+        lock = self.lock
         lock.acquire()
         try:
             fd = self._fd
@@ -80,11 +80,7 @@ class SessionWriter:
                 stat = os.fstat(fd)
                 if stat.st_nlink == 0:
                     fd, stat = self._reopen()
-            if stat.st_ino == self.inode and stat.st_size == self.size:
-                foreign = _NOTHING  # the common case: the file is as we left it
-            else:
-                foreign = self._foreign(fd, stat)
-            data = build(foreign)
+            data = build(self._foreign(fd, stat))
             if not self.ends_with_newline:
                 data = b"\n" + data
             _write_all(fd, data)
@@ -112,6 +108,7 @@ class SessionWriter:
         self._fd = None
 
     def _foreign(self, fd: int, stat: os.stat_result) -> Foreign:
+        """What others did to the file since our last write (usually nothing: `_NOTHING`)."""
         known = self.size or 0
         if self.inode is None or stat.st_ino != self.inode or stat.st_size < known:
             replaced = self.inode is not None
