@@ -64,11 +64,11 @@ from clawpi.reply.text import (
 )
 from clawpi.reply.tool_events import (
     MESSAGING_TOOL_NAMES,
+    content_text,
     is_mutating_tool_call,
     messaging_tool_send,
     sanitize_tool_result,
     tool_result_status,
-    tool_result_text,
 )
 
 log = logging.getLogger(__name__)
@@ -639,7 +639,7 @@ class EmbeddedSubscription:
         if isinstance(message.get("content"), list):
             working["content"] = list(message["content"])
             promote_thinking_tags_to_blocks(working)  # type: ignore[arg-type]
-        raw_text = _raw_text(message)
+        raw_text = content_text(message)
         text = self._final_text(working, raw_text)
         thinking = ""
         if self.reasoning_mode != "off":
@@ -796,7 +796,7 @@ class EmbeddedSubscription:
         result = event.get("result")
         args = self._tool_args.pop(call_id, event.get("args"))
         is_error = bool(event.get("isError")) or tool_result_status(result) == "error"
-        text = tool_result_text(result)
+        text = content_text(result)
         meta = infer_tool_meta_from_args(name, args)
         fingerprint = tool_action_fingerprint(name, args)
         self._agent_event(
@@ -904,21 +904,8 @@ def _has_tool_call(message: Mapping[str, Any]) -> bool:
     )
 
 
-def _raw_text(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(
-        b["text"]
-        for b in content
-        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    )
-
-
 def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def _strip_trailing_directive(text: str) -> str:

@@ -20,8 +20,8 @@ _MUTATING_TOOLS = frozenset(
 _READ_ONLY_PROCESS_ACTIONS = frozenset({"list", "poll", "log", "status"})
 
 
-def tool_result_text(result: Any) -> str:
-    """The text blocks of a tool result (or the result itself when it is a string)."""
+def content_text(result: Any) -> str:
+    """The text blocks of a message or tool result, one per line (a string stays as it is)."""
     if isinstance(result, str):
         return result
     if not isinstance(result, Mapping):
@@ -45,7 +45,7 @@ def tool_result_status(result: Any) -> str | None:
     details = result.get("details")
     if isinstance(details, Mapping) and isinstance(details.get("status"), str):
         return str(details["status"])
-    text = tool_result_text(result).strip()
+    text = content_text(result).strip()
     if text.startswith("{") and '"status"' in text:
         try:
             parsed = orjson.loads(text)

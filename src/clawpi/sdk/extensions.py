@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
+from clawpi.agent.events import AGENT_EVENT_TYPES
 from clawpi.agent.tool import AgentTool
 from clawpi.errors import ConfigError
 
@@ -47,16 +48,7 @@ EVENTS = frozenset(
         "session_shutdown",
         "input",
         "before_agent_start",
-        "agent_start",
-        "agent_end",
-        "turn_start",
-        "turn_end",
-        "message_start",
-        "message_update",
-        "message_end",
-        "tool_execution_start",
-        "tool_execution_update",
-        "tool_execution_end",
+        *AGENT_EVENT_TYPES,
         "context",
         "before_provider_request",
         "model_select",
