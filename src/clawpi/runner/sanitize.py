@@ -88,6 +88,7 @@ def _is_tool_call(block: Any) -> bool:
 
 
 _THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
+_THINKING_ONLY: Final = frozenset({"thinking"})
 _IMAGE_TYPES: Final = frozenset({"image"})
 
 
@@ -512,17 +513,13 @@ def drop_thinking_blocks(messages: list[Msg]) -> list[Msg]:
     out: list[Msg] = []
     changed = False
     for message in messages:
-        blocks = _blocks(message)
-        if message.get("role") != "assistant" or not any(
-            isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
-            for b in blocks
-        ):
+        if message.get("role") != "assistant" or not _has_block(message, _THINKING_TYPES):
             out.append(message)
             continue
         kept = [
             b
-            for b in blocks
-            if not (isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))
+            for b in _blocks(message)
+            if not (isinstance(b, dict) and b.get("type") in _THINKING_TYPES)
         ]
         out.append({**message, "content": kept or [{"type": "text", "text": ""}]})
         changed = True
@@ -544,15 +541,12 @@ def sanitize_antigravity_thinking_blocks(messages: list[Msg]) -> list[Msg]:
     out: list[Msg] = []
     changed = False
     for message in messages:
-        blocks = _blocks(message)
-        if message.get("role") != "assistant" or not any(
-            isinstance(b, dict) and b.get("type") == "thinking" for b in blocks
-        ):
+        if message.get("role") != "assistant" or not _has_block(message, _THINKING_ONLY):
             out.append(message)
             continue
         new_blocks = []
         touched = False
-        for block in blocks:
+        for block in _blocks(message):
             if not (isinstance(block, dict) and block.get("type") == "thinking"):
                 new_blocks.append(block)
                 continue
