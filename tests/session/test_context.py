@@ -8,12 +8,12 @@ import orjson
 import pytest
 
 from clawpi.session.context import (
-    _resolve,
     _resolve_general,
     bash_execution_to_text,
     convert_to_llm,
     get_path,
     iso_to_ms,
+    resolve_path,
 )
 from tests.session.pi_compat import DATA_DIR
 
@@ -93,4 +93,4 @@ def _paths() -> list[list[dict[str, Any]]]:
 
 @pytest.mark.parametrize("path", _paths())
 def test_fast_path_agrees_with_the_general_walk(path: list[dict[str, Any]]) -> None:
-    assert _resolve(path) == _resolve_general(path)
+    assert resolve_path(path) == _resolve_general(path)

@@ -867,10 +867,8 @@ def downgrade_openai_reasoning_blocks(messages: list[Msg]) -> list[Msg]:
 
 
 def _last_custom_data(session: SessionManager, custom_type: str) -> Any:
-    for entry in reversed(session.get_entries()):
-        if entry.get("type") == "custom" and entry.get("customType") == custom_type:
-            return entry.get("data")
-    return None
+    entry = session.last_custom_entry(custom_type)
+    return entry.get("data") if entry is not None else None
 
 
 def record_model_snapshot(
@@ -912,10 +910,7 @@ def apply_google_turn_ordering_fix(
         "content": GOOGLE_BOOTSTRAP_TEXT,
         "timestamp": messages[0].get("timestamp", 0),
     }
-    if session is not None and not any(
-        e.get("type") == "custom" and e.get("customType") == GOOGLE_TURN_ORDERING_CUSTOM_TYPE
-        for e in session.get_entries()
-    ):
+    if session is not None and session.last_custom_entry(GOOGLE_TURN_ORDERING_CUSTOM_TYPE) is None:
         session.append_custom_entry(
             GOOGLE_TURN_ORDERING_CUSTOM_TYPE, {"sessionId": session.get_session_id()}
         )

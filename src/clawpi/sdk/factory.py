@@ -106,7 +106,7 @@ async def create_agent_session(
         raise AgentSessionError(NO_MODELS_MESSAGE)
 
     level = thinking_level
-    branch_has_level = any(e.get("type") == "thinking_level_change" for e in manager.get_branch())
+    branch_has_level = manager.latest_on_branch("thinking_level_change") is not None
     if level is None and resumed and branch_has_level:
         level = cast(ThinkingLevel, existing.thinking_level)
     if level is None:

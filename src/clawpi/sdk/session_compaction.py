@@ -64,10 +64,11 @@ class SessionCompaction:
             return False
         if not before_prompt and last.get("stopReason") == "aborted":
             return False
-        branch = self.session.session_manager.get_branch()
-        if branch and branch[-1].get("type") == "compaction":
+        manager = self.session.session_manager
+        leaf = manager.get_leaf_entry()
+        if leaf is not None and leaf.get("type") == "compaction":
             return False  # nothing has happened since the last compaction
-        latest = next((e for e in reversed(branch) if e.get("type") == "compaction"), None)
+        latest = manager.latest_on_branch("compaction")
         # Strictly older than the latest compaction: the reply that follows a compaction can
         # share its millisecond.
         if latest is not None and (last.get("timestamp") or 0) < (
@@ -144,8 +145,8 @@ class SessionCompaction:
         session = self.session
         if session.is_streaming:
             await session.abort()
-        branch = session.session_manager.get_branch()
-        if branch and branch[-1].get("type") == "compaction":
+        leaf = session.session_manager.get_leaf_entry()
+        if leaf is not None and leaf.get("type") == "compaction":
             raise CompactionError("Already compacted")
         return await self._compact_now(custom_instructions)
 

@@ -104,9 +104,37 @@ def build_session_context(
         return _walk_and_resolve(by_id, leaf)
 
 
-def _resolve(path: list[Entry]) -> SessionContext:
-    """The context of a root-first path."""
+def resolve_path(path: list[Entry]) -> SessionContext:
+    """The context of a root-first path (no walk: the path is known)."""
     return _walk_and_resolve({}, path[-1], path[:-1]) if path else SessionContext()
+
+
+def extend_context(context: SessionContext, entry: Entry) -> bool:
+    """Bring `context` (resolved at some leaf) to a new child `entry` of that leaf, in place.
+
+    False when the entry reshapes the context (a compaction, a damaged message): resolve the
+    path anew then. The rules are those of the full resolution, applied to one more entry."""
+    kind = entry.get("type")
+    if kind == "message":
+        message = entry.get("message")
+        if type(message) is not dict:
+            return False
+        if message.get("role") == "assistant":
+            context.model = {"provider": message.get("provider"), "modelId": message.get("model")}
+    elif kind == "thinking_level_change":
+        context.thinking_level = entry.get("thinkingLevel")  # type: ignore[assignment]
+        return True
+    elif kind == "model_change":
+        context.model = {"provider": entry.get("provider"), "modelId": entry.get("modelId")}
+        return True
+    elif kind == "compaction":
+        return False
+    added: list[dict[str, Any]] = []
+    _collect((entry,), added)
+    if added:
+        context.agent_messages.extend(added)
+        context.messages.extend(convert_to_llm(added))
+    return True
 
 
 def _walk_and_resolve(

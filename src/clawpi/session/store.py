@@ -331,11 +331,8 @@ class SessionManager(SessionTree):
             self._writer.append(lambda foreign: self._build_write(foreign, entry))
             self._on_disk = len(self._entries) + 1
             self._header_on_disk = True
-        entry_id: str = entry["id"]
-        self._entries.append(entry)
-        self._by_id[entry_id] = entry
-        self._leaf_id = entry_id
-        return entry_id
+        self._add(entry)
+        return str(entry["id"])
 
     def _should_write(self) -> bool:
         if not self.persist or self._writer is None:
@@ -369,6 +366,7 @@ class SessionManager(SessionTree):
             self._by_id[entry.get("id")] = entry  # type: ignore[index]
             if entry.get("type") == "label":
                 self._apply_label(entry)
+        self._forget_indexes()
 
     def _reload_keeping_position(self) -> None:
         assert self.session_file is not None
@@ -380,6 +378,7 @@ class SessionManager(SessionTree):
         for entry in pending:
             self._entries.append(entry)
             self._by_id[entry["id"]] = entry
+        self._forget_indexes()
         if leaf is None or leaf in self._by_id:
             self._leaf_id = leaf
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from operator import methodcaller
 
 from clawpi.errors import ClawpiError
+from clawpi.session.branch import Branch
 from clawpi.session.context import SessionContext, build_session_context, get_path, iso_to_ms
 from clawpi.session.entries import Entry
 
@@ -64,8 +65,10 @@ class SessionTree:
         self._labels: dict[str, str] = {}
         self._leaf_id: str | None = None
         self._has_assistant = False
-        self._branch: tuple[Entry, list[Entry], set[str]] | None = None
-        """The last branch walked: (its leaf, the path, the ids on it)."""
+        self._branch: Branch | None = None
+        """The last leaf's branch, extended by appends under it."""
+        self._custom: dict[object, Entry] | None = None
+        """The latest `custom` entry of each custom type, in file order (built when asked)."""
 
     def _reset(self, header: Entry, entries: list[Entry]) -> bool:
         """Index `entries` in one pass (on a large session each pass costs a cache miss per
@@ -92,13 +95,30 @@ class SessionTree:
             labels = [e for e in entries if e.get("type") == "label"]
         self._entries = entries
         self._by_id = by_id
-        self._branch = None
+        self._forget_indexes()
         self._labels = {}
         for entry in labels:
             self._apply_label(entry)
         self._leaf_id = entries[-1].get("id") if entries else None
         self._has_assistant = False
         return clean
+
+    def _forget_indexes(self) -> None:
+        """Entries changed other than by an append at the leaf: answer from the entries anew."""
+        self._branch = None
+        self._custom = None
+
+    def _add(self, entry: Entry) -> None:
+        """Append `entry` (a child of the leaf) and make it the leaf."""
+        entry_id: str = entry["id"]
+        self._entries.append(entry)
+        self._by_id[entry_id] = entry
+        self._leaf_id = entry_id
+        branch = self._branch
+        if branch is not None and branch.follows(entry):
+            branch.extend(entry)
+        if self._custom is not None and entry.get("type") == "custom":
+            self._custom[entry.get("customType")] = entry
 
     def _apply_label(self, entry: Entry) -> None:
         target, label = entry.get("targetId"), entry.get("label")
@@ -129,29 +149,35 @@ class SessionTree:
     def get_branch(self, from_id: str | None = None) -> list[Entry]:
         """Root-first path to `from_id` (default: the leaf), all entry types."""
         start = from_id if from_id is not None else self._leaf_id
-        if start is None or (leaf := self._by_id.get(start)) is None:
+        if start is None or (entry := self._by_id.get(start)) is None:
             return []
-        cached = self._branch
-        if cached is not None:
-            # the leaf asked for again, or a child of it: no walk (a turn asks several times,
-            # and each append moves the leaf one step)
-            last, path, ids = cached
-            if leaf is last:
-                return list(path)
-            parent_id = leaf.get("parentId")
-            if (
-                isinstance(parent_id, str)
-                and parent_id == last.get("id")
-                and start not in ids
-                and self._by_id.get(parent_id) is last
-            ):
-                path.append(leaf)
-                ids.add(start)
-                self._branch = (leaf, path, ids)
-                return list(path)
-        path = get_path(self._by_id, leaf)
-        self._branch = (leaf, path, {e.get("id") for e in path})  # type: ignore[misc]
-        return list(path)
+        branch = self._branch
+        if branch is not None and branch.leaf is entry:
+            return list(branch.path)
+        if start != self._leaf_id:
+            return get_path(self._by_id, entry)
+        return list(self._leaf_branch(entry).path)
+
+    def _leaf_branch(self, leaf: Entry) -> Branch:
+        branch = self._branch
+        if branch is None or branch.leaf is not leaf:
+            branch = self._branch = Branch(self._by_id, leaf)
+        return branch
+
+    def latest_on_branch(self, kind: str) -> Entry | None:
+        """The latest entry of type `kind` on the leaf's branch (e.g. the last compaction)."""
+        leaf = self.get_leaf_entry()
+        return self._leaf_branch(leaf).latest.get(kind) if leaf is not None else None
+
+    def last_custom_entry(self, custom_type: str) -> Entry | None:
+        """The latest `custom` entry of `custom_type` in file order, on any branch."""
+        index = self._custom
+        if index is None:
+            index = self._custom = {}
+            for entry in self._entries:
+                if entry.get("type") == "custom":
+                    index[entry.get("customType")] = entry
+        return index.get(custom_type)
 
     def get_tree(self) -> list[TreeNode]:
         return build_tree(self._entries, self._labels)
@@ -170,7 +196,11 @@ class SessionTree:
         return None
 
     def build_session_context(self) -> SessionContext:
-        return build_session_context(self._entries, self._leaf_id, self._by_id)
+        """The context at the leaf (a new object each time: the caller may change it)."""
+        leaf = self.get_leaf_entry()
+        if leaf is None:
+            return build_session_context(self._entries, self._leaf_id, self._by_id)
+        return self._leaf_branch(leaf).context()
 
     def branch(self, branch_from_id: str) -> None:
         """Move the leaf to an earlier entry; the next append starts a new branch there."""
