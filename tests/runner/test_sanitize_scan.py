@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
+import random
 from typing import Any
 
 import pytest
@@ -17,9 +19,12 @@ from clawpi.runner.sanitize import (
     sanitize_session_messages_images,
     sanitize_tool_call_inputs,
     sanitize_tool_use_result_pairing,
+    scan_history,
+    scan_session_history,
     strip_tool_result_details,
 )
 from clawpi.runner.transcript_policy import TranscriptPolicy, resolve_transcript_policy
+from clawpi.session import SessionManager
 from clawpi.session.context import COMPACTION_SUMMARY_PREFIX
 
 Msg = dict[str, Any]
@@ -166,3 +171,26 @@ def test_skipping_steps_changes_nothing(api: str, provider: str, model_id: str) 
         if policy.apply_google_turn_ordering and len(result) == len(expected) + 1:
             result = result[1:]  # step 8 put a bootstrap user turn in front
         assert result == expected
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_session_scanned_turn_by_turn_needs_what_a_full_scan_finds(seed: int) -> None:
+    """Only the messages after the last history scanned are scanned; whatever happens to the
+    history between turns (growth, a compacted prefix, a shorter branch, equal copies), the
+    needs are those of a full scan."""
+    rng = random.Random(seed)
+    manager = SessionManager.in_memory()
+    traits = list(TRAITS.values())
+    history: list[Msg] = []
+    for _ in range(300):
+        op = rng.random()
+        if op < 0.75:
+            history = history + copy.deepcopy(rng.choice(traits))
+        elif op < 0.85:
+            cut = rng.randrange(len(history) + 1)
+            history = copy.deepcopy(rng.choice(traits)) + history[cut:]
+        elif op < 0.95:
+            history = history[: rng.randrange(len(history) + 1)]
+        else:
+            history = copy.deepcopy(history)
+        assert scan_session_history(history, manager) == scan_history(history)

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import re
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -937,6 +939,40 @@ class HistoryNeeds:
     details: bool = False
     usage: bool = False
 
+    def merge(self, other: HistoryNeeds) -> None:
+        for name in HistoryNeeds.__slots__:
+            if getattr(other, name):
+                setattr(self, name, True)
+
+
+_session_scans: weakref.WeakKeyDictionary[SessionManager, tuple[list[Msg], HistoryNeeds]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def scan_session_history(
+    messages: Sequence[Msg], session_manager: SessionManager | None
+) -> HistoryNeeds:
+    """`scan_history`, remembering the last history scanned for the session: a new turn's
+    history is the last one plus a few messages, and only those are scanned. History messages
+    are never changed in place (every step copies), so a prefix equal to the last history
+    (the same objects, in the common case) has the same needs."""
+    if session_manager is None:
+        return scan_history(messages)
+    seen = _session_scans.get(session_manager)
+    if seen is not None:
+        previous, needs = seen
+        count = len(previous)
+        if len(messages) >= count and list(messages[:count]) == previous:
+            needs = dataclasses.replace(needs)
+            needs.merge(scan_history(messages[count:]))
+        else:
+            needs = scan_history(messages)
+    else:
+        needs = scan_history(messages)
+    _session_scans[session_manager] = (list(messages), needs)
+    return needs
+
 
 def scan_history(messages: Sequence[Msg]) -> HistoryNeeds:
     needs = HistoryNeeds()
@@ -999,7 +1035,7 @@ def sanitize_session_history(
     bootstrap marker are recorded as custom entries (no other writes).
     """
     history = list(messages)
-    needs = scan_history(history)
+    needs = scan_session_history(history, session_manager)
     # 1. provenance of relayed messages; delivery mirrors are not model output
     if needs.inter_session:
         history = annotate_inter_session_user_messages(history)
