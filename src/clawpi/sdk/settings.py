@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawpi.ai.types import ThinkingLevel
@@ -18,6 +19,7 @@ from clawpi.sdk.json_file import read_json_object, update_json_file
 from clawpi.sdk.paths import project_config_dir
 
 SETTINGS_FILE = "settings.json"
+VALIDATED_CACHE_SIZE = 64
 
 
 class _Section(BaseModel):
@@ -135,7 +137,7 @@ class SettingsManager:
         merged = merge_settings(merge_settings(global_data, project_data), self._overrides)
         self.raw = merged
         try:
-            self.settings = Settings.model_validate(merged)
+            self.settings = _validated(merged)
         except ValidationError as exc:
             where = ", ".join(str(p) for p in (self.global_path, self.project_path) if p)
             raise ConfigError(_describe_validation(exc, where or "in-memory settings")) from exc
@@ -189,3 +191,22 @@ def _describe_validation(exc: ValidationError, where: str) -> str:
         f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}" for error in exc.errors()
     )
     return f"Invalid settings in {where}: {problems}"
+
+
+_validated_cache: dict[bytes, Settings] = {}
+
+
+def _validated(merged: dict[str, Any]) -> Settings:
+    """The same settings validate to the same (frozen) object: an embedding that opens a
+    session per message validates its few distinct settings once, not on every message."""
+    try:
+        key = orjson.dumps(merged, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # a value JSON cannot hold: validate (and report) it as it is
+        return Settings.model_validate(merged)
+    settings = _validated_cache.get(key)
+    if settings is None:
+        settings = Settings.model_validate(merged)
+        if len(_validated_cache) >= VALIDATED_CACHE_SIZE:
+            _validated_cache.pop(next(iter(_validated_cache)))
+        _validated_cache[key] = settings
+    return settings
