@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol, TypeAlias, TypeGuard
 
+from clawpi.ai.mapping import is_mapping
 from clawpi.errors import AbortedError
 from clawpi.reply.chunker import (
     DEFAULT_MAX_CHARS,
@@ -315,7 +316,7 @@ class EmbeddedSubscription:
 
     def handle_event(self, event: AgentEventDict) -> None:
         """The listener: one agent event in, callbacks out. Unknown events are ignored."""
-        if self._unsubscribed or not _is_map(event):
+        if self._unsubscribed or not is_mapping(event):
             return
         kind = event.get("type")
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
@@ -415,7 +416,7 @@ class EmbeddedSubscription:
             return  # a late update of a message that already ended
         self.last_assistant = message
         update = event.get("assistantMessageEvent")
-        if not _is_map(update):
+        if not is_mapping(update):
             return
         kind = update.get("type")
         if kind in ("thinking_start", "thinking_delta", "thinking_end"):
@@ -625,7 +626,7 @@ class EmbeddedSubscription:
 
     def _handle_message_end(self, event: AgentEventDict) -> None:
         message = event.get("message")
-        if not isinstance(message, Mapping) or not _is_assistant(message):
+        if not _is_assistant(message):
             return
         ended = self._msg.ended
         if ended is not None:
@@ -889,18 +890,13 @@ _HANDLERS: dict[str, Callable[[EmbeddedSubscription, AgentEventDict], None]] = {
 
 
 def _is_assistant(message: Any) -> TypeGuard[Mapping[str, Any]]:
-    return _is_map(message) and message.get("role") == "assistant"
-
-
-def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    """Events are plain dicts; other mappings are accepted at the price of an ABC check."""
-    return type(value) is dict or isinstance(value, Mapping)
+    return is_mapping(message) and message.get("role") == "assistant"
 
 
 def _has_tool_call(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(
-        isinstance(b, Mapping) and b.get("type") == "toolCall" for b in content
+        is_mapping(b) and b.get("type") == "toolCall" for b in content
     )
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 
+from clawpi.ai.mapping import is_mapping
+
 MAX_TOOL_EVENT_TEXT_CHARS = 8000
 MESSAGING_TOOL_NAMES = frozenset({"message", "sessions_send"})
 _MESSAGING_SEND_ACTIONS = frozenset({"send", "reply", "thread-reply", "threadreply", "sendmessage"})
@@ -24,7 +26,7 @@ def content_text(result: Any) -> str:
     """The text blocks of a message or tool result, one per line (a string stays as it is)."""
     if isinstance(result, str):
         return result
-    if not isinstance(result, Mapping):
+    if not is_mapping(result):
         return ""
     content = result.get("content")
     if isinstance(content, str):
@@ -34,7 +36,7 @@ def content_text(result: Any) -> str:
     return "\n".join(
         b["text"]
         for b in content
-        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        if is_mapping(b) and b.get("type") == "text" and isinstance(b.get("text"), str)
     )
 
 

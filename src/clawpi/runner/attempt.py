@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -154,7 +155,7 @@ _busy: set[int] = set()
 def _open_session(path: Path, workspace: Path) -> SessionManager:
     """The session's manager: the one the last turn left open when the file is as it left it
     (no re-parse of the whole history on every message), else the file opened anew."""
-    if path.exists():
+    if os.path.exists(path):
         manager = _managers.get(path)
         if id(manager) in _busy:
             manager = SessionManager.open(path)
@@ -297,7 +298,7 @@ async def flush_pending_tool_results_after_idle(session: AgentSession, guard: An
 
 async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
     result = AttemptResult()
-    if not params.workspace_dir.is_dir():
+    if not os.path.isdir(params.workspace_dir):
         params.workspace_dir.mkdir(parents=True, exist_ok=True)
     restore_env: Callable[[], None] = lambda: None  # noqa: E731
     session: AgentSession | None = None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from clawpi.ai.errors import FailoverReason
+from clawpi.ai.mapping import is_mapping
 from clawpi.runner.auth_store import (
     AuthProfileStore,
     normalize_provider_id,
@@ -69,7 +70,7 @@ def _num(value: Any) -> int | None:
 def _get(config: Mapping[str, Any] | None, *path: str) -> Any:
     node: Any = config
     for key in path:
-        if not isinstance(node, Mapping):
+        if not is_mapping(node):
             return None
         node = node.get(key)
     return node

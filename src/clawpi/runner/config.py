@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from clawpi.ai.mapping import is_mapping
 from clawpi.errors import ConfigError
 
 DEFAULT_PROVIDER = "anthropic"
@@ -27,7 +28,7 @@ def load_config(config: ConfigInput) -> dict[str, Any]:
     """A config dict from a dict, a JSON file path, or None (empty config)."""
     if config is None:
         return {}
-    if isinstance(config, Mapping):
+    if is_mapping(config):
         return dict(config)
     path = Path(config).expanduser()
     try:
@@ -45,7 +46,7 @@ def get_path(config: Mapping[str, Any], dotted: str, default: Any = None) -> Any
     """`get_path(cfg, "agents.defaults.timeoutSeconds", 600)`; missing or null -> default."""
     current: Any = config
     for part in dotted.split("."):
-        if not isinstance(current, Mapping):
+        if not is_mapping(current):
             return default
         current = current.get(part)
         if current is None:

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlparse
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from clawpi.ai.mapping import is_mapping
 from clawpi.ai.models import Model
 from clawpi.errors import ClawpiError
 
@@ -110,9 +111,9 @@ class PromptImages:
 
 def resolve_image_limits(config: Mapping[str, Any] | None) -> ImageLimits:
     """`agents.defaults.imageMaxDimensionPx` from an OpenClaw-shaped config, else the defaults."""
-    agents = config.get("agents") if isinstance(config, Mapping) else None
-    defaults = agents.get("defaults") if isinstance(agents, Mapping) else None
-    value = defaults.get("imageMaxDimensionPx") if isinstance(defaults, Mapping) else None
+    agents = config.get("agents") if is_mapping(config) else None
+    defaults = agents.get("defaults") if is_mapping(agents) else None
+    value = defaults.get("imageMaxDimensionPx") if is_mapping(defaults) else None
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return ImageLimits(max_dimension_px=value)
     return ImageLimits()

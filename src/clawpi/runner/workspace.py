@@ -14,7 +14,6 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 from clawpi.session.paths import real_directory
 
@@ -22,15 +21,15 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _holders = 0
-_current: Path | None = None
+_current: str | None = None
 _original: str | None = None
 
 
 @contextlib.contextmanager
-def workspace_cwd(workspace: Path) -> Iterator[bool]:
+def workspace_cwd(workspace: str | os.PathLike[str]) -> Iterator[bool]:
     """Yields True when the process cwd is `workspace` for this block."""
     global _holders, _current, _original
-    target = Path(real_directory(workspace))
+    target = real_directory(workspace)
     entered = False
     with _lock:
         if _holders == 0:
