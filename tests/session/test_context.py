@@ -59,6 +59,19 @@ def test_summaries_and_custom_messages_convert_with_pis_wording() -> None:
     assert all(m["role"] == "user" for m in converted)
 
 
+def test_a_plain_chat_converts_to_a_new_list_of_the_same_messages() -> None:
+    chat = [
+        {"role": "user", "content": "hi", "timestamp": 1},
+        {"role": "assistant", "content": [], "timestamp": 2},
+        {"role": "toolResult", "toolCallId": "t", "content": [], "timestamp": 3},
+    ]
+    converted = convert_to_llm(chat)
+    assert converted == chat and converted is not chat
+    assert all(a is b for a, b in zip(converted, chat, strict=True))
+    # one message without a role (a damaged entry) is left out, the rest kept
+    assert convert_to_llm([*chat, {"content": "?"}]) == chat
+
+
 def test_bash_execution_text_reports_exit_code_and_truncation() -> None:
     text = bash_execution_to_text(
         {

@@ -88,6 +88,7 @@ from clawpi.runner.truncation import (
 from clawpi.sdk import AuthStorage, ModelRegistry
 from clawpi.sdk.compaction import estimate_context_tokens
 from clawpi.sdk.paths import agent_dir as default_agent_dir
+from clawpi.session.paths import as_path
 
 MAX_OVERFLOW_COMPACTIONS = 3
 MAX_TIMEOUT_COMPACTIONS = 2
@@ -221,9 +222,9 @@ async def run_embedded_agent(
     runner = _Runner(
         session_id=session_id,
         session_key=session_key,
-        session_file=Path(session_file),
-        workspace=Path(workspace_dir),
-        agent_dir=Path(agent_dir) if agent_dir is not None else default_agent_dir(),
+        session_file=as_path(session_file),
+        workspace=as_path(workspace_dir),
+        agent_dir=as_path(agent_dir) if agent_dir is not None else default_agent_dir(),
         config=cfg,
         prompt=prompt,
         timeout_ms=resolve_timeout_ms(cfg, timeout_ms),

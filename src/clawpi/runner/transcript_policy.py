@@ -32,6 +32,7 @@ they are for Anthropic and Kimi's `functions.<name>:<n>` ids for Kimi/Moonshot.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -143,10 +144,13 @@ def _is_openai(model_api: str | None, provider: str) -> bool:
     return not provider and model_api in OPENAI_APIS
 
 
+@functools.lru_cache(maxsize=256)
 def resolve_transcript_policy(
     model_api: str | None, provider: str | None, model_id: str | None
 ) -> TranscriptPolicy:
-    """The policy for one target model (its API, provider id and model id; any may be None)."""
+    """The policy for one target model (its API, provider id and model id; any may be None).
+
+    Policies are frozen, so one per model is kept and shared (asked for twice a message)."""
     prov = normalize_provider_id(provider)
     model = (model_id or "").lower()
     is_google = is_google_model_api(model_api)

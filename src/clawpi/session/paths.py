@@ -19,6 +19,11 @@ _SEPARATORS = re.compile(r"[/\\:]")
 _real_directories: dict[str, str] = {}
 
 
+def as_path(value: str | os.PathLike[str]) -> Path:
+    """`Path(value)` without building a new one from a `Path` (a per-message cost)."""
+    return value if isinstance(value, Path) else Path(value)
+
+
 def real_directory(directory: str | os.PathLike[str]) -> str:
     """The directory's real path, resolved once per existing directory: resolving stats every
     component of the path, and a directory in use does not turn into a symlink meanwhile."""
