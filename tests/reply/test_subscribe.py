@@ -370,6 +370,19 @@ async def test_wait_for_compaction_returns_at_once_when_idle_and_fails_after_uns
         await sub.wait_for_compaction_retry()
 
 
+async def test_wait_for_compaction_gives_up_after_its_timeout_and_can_wait_again() -> None:
+    emitter, sub, _ = collect()
+    emitter.emit({"type": "auto_compaction_start", "reason": "threshold"})
+    with pytest.raises(TimeoutError):
+        await sub.wait_for_compaction_retry(0.05)
+    assert sub.is_compacting()
+    waiter = asyncio.ensure_future(sub.wait_for_compaction_retry(30))
+    await asyncio.sleep(0.01)
+    emitter.emit({"type": "auto_compaction_end", "result": None, "aborted": False})
+    await asyncio.wait_for(waiter, 5)
+    assert not sub.is_compacting()
+
+
 async def test_async_callbacks_run_in_event_order() -> None:
     delivered: list[str] = []
 

@@ -43,6 +43,7 @@ class AssistantMessageEventStream:
         "_describe_error",
         "_finished",
         "_in_next",
+        "_loop",
         "_model_id",
         "_partial",
         "_provider",
@@ -75,6 +76,7 @@ class AssistantMessageEventStream:
         self._in_next = False
         self._abort_cancelled = False
         self._task: asyncio.Task[object] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._remove_listener = signal.add_listener(self._on_abort) if signal else None
 
     def __aiter__(self) -> AssistantMessageEventStream:
@@ -86,7 +88,10 @@ class AssistantMessageEventStream:
         signal = self._signal
         if signal is not None and signal.aborted:
             return await self._finish_with_error(ABORTED_MESSAGE, aborted=True)
-        self._task = asyncio.current_task()
+        loop = self._loop
+        if loop is None:  # asked once: on Python 3.11 every loop lookup is a getpid() call
+            loop = self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task(loop)
         self._in_next = True
         try:
             event = await self._source.__anext__()

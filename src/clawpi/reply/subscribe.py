@@ -278,10 +278,12 @@ class EmbeddedSubscription:
     def is_compacting(self) -> bool:
         return self._compaction_in_flight or self._pending_compaction_retry > 0
 
-    async def wait_for_compaction_retry(self) -> None:
+    async def wait_for_compaction_retry(self, timeout_s: float | None = None) -> None:
         """Return once an auto-compaction (and the retry it started) has finished.
 
-        Raises `AbortedError` when the subscription is closed while waiting.
+        Raises `AbortedError` when the subscription is closed while waiting, and
+        `TimeoutError` after `timeout_s` (None: no limit). With no compaction there is nothing
+        to wait for and no timer is set.
         """
         if self._unsubscribed:
             raise AbortedError("Unsubscribed during compaction wait")
@@ -290,7 +292,8 @@ class EmbeddedSubscription:
             return
         if self._compaction_waiter is None or self._compaction_waiter.done():
             self._compaction_waiter = asyncio.get_running_loop().create_future()
-        await asyncio.shield(self._compaction_waiter)
+        waiting = asyncio.shield(self._compaction_waiter)
+        await (waiting if timeout_s is None else asyncio.wait_for(waiting, timeout_s))
 
     async def wait_for_deliveries(self) -> None:
         """Wait until every async callback scheduled so far has run."""

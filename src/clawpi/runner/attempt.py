@@ -448,15 +448,13 @@ async def _prompt(
             result.prompt_error = exc
         await subscription.wait_for_deliveries()
         try:
-            await asyncio.wait_for(
-                subscription.wait_for_compaction_retry(), COMPACTION_WAIT_TIMEOUT_S
-            )
+            await subscription.wait_for_compaction_retry(COMPACTION_WAIT_TIMEOUT_S)
         except (TimeoutError, Exception):
             result.timed_out_during_compaction = subscription.is_compacting()
         await subscription.wait_for_deliveries()
     finally:
         handle.stopped = True
-        await timers.stop()
+        timers.stop()
         unsubscribe_timers()
         subscription.unsubscribe()
         clear_active_embedded_run(params.session_id, handle, params.session_key)

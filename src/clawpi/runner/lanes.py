@@ -167,6 +167,10 @@ class CommandQueue:
         if abort_signal is not None and abort_signal.aborted:
             raise CommandLaneAbortError(f"Aborted before it started (lane {name!r})", name)
         state = self._lane(name)
+        if not state.waiting and len(state.active) < state.max_concurrent:
+            token = next(self._tokens)  # a free slot and nobody ahead: no future to wait on
+            state.active.add(token)
+            return await self._run_holding(state, name, task, token, state.generation)
         waiter = _Waiter(asyncio.get_running_loop().create_future(), time.monotonic())
         state.waiting.append(waiter)
         remove_listener = (
@@ -191,6 +195,16 @@ class CommandQueue:
                 waited_ms,
                 len(state.waiting),
             )
+        return await self._run_holding(state, name, task, token, generation)
+
+    async def _run_holding(
+        self,
+        state: _Lane,
+        name: str,
+        task: Callable[[], Awaitable[T]],
+        token: int,
+        generation: int,
+    ) -> T:
         try:
             return await task()
         except Exception as exc:

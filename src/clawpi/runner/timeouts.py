@@ -7,7 +7,6 @@ assistant's `message_end`), so a long tool never counts as a silent model.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +27,9 @@ def should_flag_compaction_timeout(
 
 
 class AttemptTimers:
+    """Timer callbacks on the running loop, not tasks: a turn that ends in time costs two
+    handles scheduled and cancelled, with no task switches."""
+
     def __init__(
         self,
         *,
@@ -47,21 +49,23 @@ class AttemptTimers:
         self.timed_out_during_compaction = False
         self._armed = False
         self._last = time.monotonic()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._graced = False
+        self._deadline: asyncio.TimerHandle | None = None
+        self._idle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self) -> None:
+        loop = self._loop = asyncio.get_running_loop()
         if self.timeout_ms > 0:
-            self._tasks.append(asyncio.create_task(self._deadline()))
+            self._deadline = loop.call_later(self.timeout_ms / 1000, self._on_deadline)
         if self.idle_timeout_ms > 0:
-            self._tasks.append(asyncio.create_task(self._idle_watch()))
+            self._idle = loop.call_later(self.idle_timeout_ms / 1000, self._on_idle_check)
 
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks.clear()
+    def stop(self) -> None:
+        for handle in (self._deadline, self._idle):
+            if handle is not None:
+                handle.cancel()
+        self._deadline = self._idle = None
 
     def on_event(self, event: Any) -> None:
         """Feed every session event: arms, touches and disarms the idle watchdog."""
@@ -74,21 +78,30 @@ class AttemptTimers:
         ) or kind in ("agent_end", "auto_compaction_start"):
             self._armed = False
 
-    async def _deadline(self) -> None:
-        await asyncio.sleep(self.timeout_ms / 1000)
-        if self._grace_ms > 0 and self._is_compacting():
-            await asyncio.sleep(self._grace_ms / 1000)  # one grace period for a running compaction
+    def _on_deadline(self) -> None:
+        self._deadline = None
+        if self._grace_ms > 0 and not self._graced and self._is_compacting():
+            self._graced = True  # one grace period for a running compaction
+            assert self._loop is not None
+            self._deadline = self._loop.call_later(self._grace_ms / 1000, self._on_deadline)
+            return
         self.timed_out = True
         self.timed_out_during_compaction = self._is_compacting()
         self._abort(RUN_TIMEOUT_MESSAGE)
 
-    async def _idle_watch(self) -> None:
+    def _on_idle_check(self) -> None:
+        """Fires at the earliest moment the model could have been silent too long: then
+        either it was (abort), or the check moves to the new earliest moment."""
+        self._idle = None
         limit = self.idle_timeout_ms / 1000
-        step = min(max(limit / 4, 0.01), 1.0)
-        while True:
-            await asyncio.sleep(step)
-            if self._armed and time.monotonic() - self._last > limit:
+        wait = limit
+        if self._armed:
+            silent = time.monotonic() - self._last
+            if silent >= limit:
                 self.timed_out = True
                 self.idle_timed_out = True
                 self._abort(idle_timeout_message(self.idle_timeout_ms))
                 return
+            wait = limit - silent
+        assert self._loop is not None
+        self._idle = self._loop.call_later(wait, self._on_idle_check)
