@@ -262,3 +262,22 @@ def test_deferred_pipeline_keeps_every_block_invariant(
 
 def _strip_fenced(text: str) -> str:
     return re.sub(r"(?ms)^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1[`~]*\s*$", "", text)
+
+
+@PROPERTY_SETTINGS
+@given(
+    st.lists(
+        st.sampled_from([*"ab \n`~>/{}[]*_-:|\\\"'\t", "```", "~~~", "think", "final"]),
+        max_size=60,
+    ).map("".join)
+)
+def test_text_without_a_tag_opener_passes_the_tag_stripper_unchanged(text: str) -> None:
+    """`strip_thinking_tags` returns such text at once; the full scan agrees, whatever
+    fences, inline code and stray closers the text holds."""
+    from clawpi.reply.tags import strip_thinking_tags
+
+    state = BlockTagState()
+    scanned = strip_block_tags(text, state) + finish_block_tags(state)
+    assert scanned == text == strip_thinking_tags(text)
+    state.reset()
+    assert state == BlockTagState()

@@ -225,6 +225,8 @@ def is_silent_reply_text(text: str | None, silent_token: str = SILENT_REPLY_TOKE
     stripped = text.strip()
     if stripped == silent_token:
         return True
+    if silent_token not in stripped:
+        return False  # both patterns below need the token itself
     token = re.escape(silent_token)
     return bool(
         re.match(rf"^{token}(?=$|[^\w])", stripped)

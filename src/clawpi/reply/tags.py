@@ -62,19 +62,25 @@ class BlockTagState:
     thinking_parts: list[str] = dataclasses.field(default_factory=list)
 
     def reset(self) -> None:
-        """Forget everything: a new message starts."""
-        collect = self.collect_thinking
-        for field in dataclasses.fields(self):
-            if field.name not in ("thinking_parts", "collect_thinking"):
-                setattr(self, field.name, field.default)
+        """Forget everything but `collect_thinking`: a new message starts."""
+        for name, value in _RESET_VALUES:
+            setattr(self, name, value)
         self.thinking_parts.clear()
-        self.collect_thinking = collect
 
     def take_thinking(self) -> str:
         """The reasoning text hidden since the last call (blocks separated by blank lines)."""
         text = "".join(self.thinking_parts).replace(_BLOCK_END, "\n\n")
         self.thinking_parts.clear()
         return text
+
+
+_RESET_VALUES = tuple(
+    (field.name, field.default)
+    for field in dataclasses.fields(BlockTagState)
+    if field.name not in ("thinking_parts", "collect_thinking")
+)
+"""Each field's default, looked up once (`dataclasses.fields` per reset cost more than the
+rest of a message's tag handling)."""
 
 
 def strip_block_tags(text: str, state: BlockTagState, enforce_final_tag: bool = False) -> str:
@@ -318,6 +324,8 @@ def _scan_fence(text: str, i: int, state: BlockTagState, final: bool, out: list[
 
 def strip_thinking_tags(text: str) -> str:
     """A whole text without its reasoning; an unclosed thinking tag hides everything after it."""
+    if "<" not in text:
+        return text  # no tag to strip (code spans and fences only matter around tags)
     state = BlockTagState()
     return strip_block_tags(text, state) + finish_block_tags(state)
 
