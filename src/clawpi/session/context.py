@@ -120,8 +120,13 @@ def extend_context(context: SessionContext, entry: Entry) -> bool:
         message = entry.get("message")
         if type(message) is not dict:
             return False
-        if message.get("role") == "assistant":
+        role = message.get("role")
+        if role == "assistant":
             context.model = {"provider": message.get("provider"), "modelId": message.get("model")}
+        if role in _LLM_ROLES:  # the model reads it as it is
+            context.agent_messages.append(message)
+            context.messages.append(message)
+            return True
     elif kind == "thinking_level_change":
         context.thinking_level = entry.get("thinkingLevel")  # type: ignore[assignment]
         return True

@@ -82,7 +82,7 @@ class SessionManager(SessionTree):
         self._on_disk = 0
         self._header_on_disk = False
         self._interceptor: AppendInterceptor | None = None
-        if persist and session_dir is not None:
+        if persist and session_dir is not None and not os.path.isdir(session_dir):
             session_dir.mkdir(parents=True, exist_ok=True)
         if session_file is not None:
             self.set_session_file(session_file)
