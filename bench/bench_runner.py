@@ -109,22 +109,33 @@ def make_env(root: Path, delay_s: float, cap: int) -> tuple[FunctionProvider, di
     return provider, config
 
 
+def turn_args(
+    root: Path, config: dict[str, Any], name: str, prompt: str, queue: CommandQueue
+) -> dict[str, Any]:
+    """The arguments of one turn (built before the clock starts: they are the caller's)."""
+    return {
+        "session_id": name,
+        "session_key": f"agent:main:bench:{name}",
+        "session_file": root / "sessions" / f"{name}.jsonl",
+        "workspace_dir": root / "workspace",
+        "config": config,
+        "prompt": prompt,
+        "timeout_ms": 600_000,
+        "run_id": f"{name}-{prompt}",
+        "agent_dir": root / "agent",
+        "run_queue": queue,
+    }
+
+
+async def run_turn(args: dict[str, Any]) -> str:
+    result = await run_embedded_agent(**args)
+    return result.payloads[0].text or ""
+
+
 async def one_turn(
     root: Path, config: dict[str, Any], name: str, prompt: str, queue: CommandQueue
 ) -> str:
-    result = await run_embedded_agent(
-        session_id=name,
-        session_key=f"agent:main:bench:{name}",
-        session_file=root / "sessions" / f"{name}.jsonl",
-        workspace_dir=root / "workspace",
-        config=config,
-        prompt=prompt,
-        timeout_ms=600_000,
-        run_id=f"{name}-{prompt}",
-        agent_dir=root / "agent",
-        run_queue=queue,
-    )
-    return result.payloads[0].text or ""
+    return await run_turn(turn_args(root, config, name, prompt, queue))
 
 
 PHASES = (
@@ -221,9 +232,10 @@ async def overhead(turns: int) -> list[tuple[str, dict[str, float]]]:
             for kind, name in (("fresh", f"fresh{i}"), ("grown", "long")):
                 Clock.model_s = Clock.fsync_s = 0.0
                 Clock.fsyncs = 0
+                args = turn_args(root, config, name, f"question {i}", queue)
                 started = time.perf_counter()
                 cpu = time.process_time()
-                text = await one_turn(root, config, name, f"question {i}", queue)
+                text = await run_turn(args)
                 total = time.perf_counter() - started
                 cpu = time.process_time() - cpu
                 assert text == ANSWER, text

@@ -230,6 +230,9 @@ class SessionManager(SessionTree):
             self._set_session_file(Path(os.path.abspath(path)))
 
     def _set_session_file(self, file: Path) -> None:
+        if not os.path.lexists(file):  # a new chat: nothing to read
+            self._begin(None, None, file)
+            return
         parsed = read_session_file(file, check_objects=False)
         if not parsed.lines and parsed.size == 0 and not file.exists():
             self._begin(None, None, file)
