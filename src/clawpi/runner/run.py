@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.errors import (
     FailoverError,
@@ -53,6 +55,7 @@ from clawpi.runner.auth_profiles import (
 from clawpi.runner.auth_store import load_auth_profile_store
 from clawpi.runner.compact import compact_session_file
 from clawpi.runner.config import (
+    agent_defaults,
     configured_fallbacks,
     configured_primary,
     get_path,
@@ -149,6 +152,24 @@ async def _sleep_abortable(ms: int, signal: AbortSignal | None) -> None:
     except TimeoutError:
         return
     raise AbortedError("Operation aborted")
+
+
+_RESOLVED_CACHE_SIZE = 64
+_resolved: dict[bytes, tuple[ModelRegistry, Model]] = {}
+"""Resolved models by what resolution reads of the config; valid for the registry they were
+resolved against (a new registry, after models.json or auth.json changed, resolves anew)."""
+
+
+def _resolution_key(provider: str, model_id: str, config: Mapping[str, Any]) -> bytes | None:
+    """Everything model resolution reads: the ids, `models` and `agents.defaults.contextTokens`
+    (None when the config holds something JSON cannot: then nothing is cached)."""
+    try:
+        return orjson.dumps(
+            [provider, model_id, config.get("models"), agent_defaults(config).get("contextTokens")],
+            option=orjson.OPT_SORT_KEYS,
+        )
+    except TypeError:
+        return None
 
 
 _REGISTRY_FILES = ("auth.json", "models.json")
@@ -316,6 +337,18 @@ class _Runner:
 
     def _resolve(self, provider: str, model_id: str) -> tuple[Model, ModelRegistry]:
         registry = agent_model_registry(self.agent_dir)
+        key = _resolution_key(provider, model_id, self.config)
+        cached = _resolved.get(key) if key is not None else None
+        if cached is not None and cached[0] is registry:
+            return cached[1], registry
+        model = self._resolve_uncached(provider, model_id, registry)
+        if key is not None:
+            if len(_resolved) >= _RESOLVED_CACHE_SIZE:
+                _resolved.pop(next(iter(_resolved)))
+            _resolved[key] = (registry, model)
+        return model, registry
+
+    def _resolve_uncached(self, provider: str, model_id: str, registry: ModelRegistry) -> Model:
         model, error = resolve_model(provider, model_id, registry, self.config)
         if model is None:
             raise FailoverError(
@@ -335,7 +368,7 @@ class _Runner:
             )
         if info.tokens < model.context_window:
             model = model.replace(context_window=info.tokens)
-        return model, registry
+        return model
 
     def _env_key(self, model: Model, registry: ModelRegistry) -> str | None:
         configured = get_path(self.config, f"models.providers.{model.provider}.apiKey")

@@ -18,7 +18,7 @@ from clawpi.sdk.registry import ModelRegistry
 from clawpi.sdk.resources import ResourceLoader
 from clawpi.sdk.settings import SettingsManager
 from clawpi.session import SessionManager
-from clawpi.session.paths import as_path, real_directory
+from clawpi.session.paths import as_path, real_directory_path
 
 DEFAULT_TOOLS = ("read", "exec", "process", "edit", "write")
 DEFAULT_THINKING_LEVEL: ThinkingLevel = "medium"
@@ -80,7 +80,7 @@ async def create_agent_session(
 
     `system_prompt` replaces the one built from the tools, context files and skills (as
     `AgentSession.set_system_prompt` does later), so that one is never built."""
-    root = Path(real_directory(cwd or os.getcwd()))
+    root = real_directory_path(cwd or os.getcwd())
     directory = as_path(agent_dir) if agent_dir is not None else default_agent_dir()
     auth = auth_storage or AuthStorage.for_agent_dir(directory)
     registry = model_registry or ModelRegistry.for_agent_dir(auth, directory)

@@ -38,6 +38,20 @@ def real_directory(directory: str | os.PathLike[str]) -> str:
     return real
 
 
+_real_paths: dict[str, Path] = {}
+
+
+def real_directory_path(directory: str | os.PathLike[str]) -> Path:
+    """`real_directory` as a `Path`, the same object each time (paths are immutable)."""
+    real = real_directory(directory)
+    path = _real_paths.get(real)
+    if path is None:
+        if len(_real_paths) >= 256:
+            _real_paths.clear()
+        path = _real_paths[real] = Path(real)
+    return path
+
+
 def state_dir() -> Path:
     value = os.environ.get(STATE_DIR_ENV)
     return Path(value).expanduser() if value else Path.home() / ".clawpi"
