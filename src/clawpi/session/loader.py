@@ -40,23 +40,36 @@ class ParsedFile:
         return self.malformed > 0 or not self.ends_with_newline
 
 
-@contextmanager
-def gc_paused(*, promote: bool = False) -> Iterator[None]:
-    """Pause the cyclic collector while building many long-lived objects.
+PROMOTE_MIN_ENTRIES = 5_000
+"""Below this many entries a session is not worth promoting (see `GcPause`)."""
 
-    With `promote`, what was built moves straight to the oldest generation on the way out
-    (`gc.freeze()` + `gc.unfreeze()`, two list splices): a session's entries live as long as
-    the session, and left in the youngest generation they would be traversed by the next
-    collections for nothing (about a quarter of the load time of a large session). Skipped
-    when the application uses `gc.freeze()` itself.
-    """
+
+@dataclass(slots=True)
+class GcPause:
+    """Set `promote` inside `gc_paused` to move what was built to the oldest generation on the
+    way out (`gc.freeze()` + `gc.unfreeze()`, two list splices): a large session's entries
+    live as long as the session, and left in the youngest generation they would be traversed
+    by the next collections for nothing (about a quarter of the load time of a large session).
+
+    Only for large builds: the splice also moves the process's young garbage along and resets
+    the young generation's count, so promoting on every small open (a chat per message) would
+    keep the collector from ever running."""
+
+    promote: bool = False
+
+
+@contextmanager
+def gc_paused() -> Iterator[GcPause]:
+    """Pause the cyclic collector while building many long-lived objects. Promotion is
+    skipped when the application uses `gc.freeze()` itself."""
+    pause = GcPause()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        yield
+        yield pause
     finally:
         if was_enabled:
-            if promote and gc.get_freeze_count() == 0:
+            if pause.promote and gc.get_freeze_count() == 0:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()

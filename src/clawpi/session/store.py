@@ -27,7 +27,13 @@ from clawpi.session.entries import (
     now_iso,
 )
 from clawpi.session.listing import SessionInfo, find_most_recent_session, list_session_dir
-from clawpi.session.loader import ParsedFile, gc_paused, parse_lines, read_session_file
+from clawpi.session.loader import (
+    PROMOTE_MIN_ENTRIES,
+    ParsedFile,
+    gc_paused,
+    parse_lines,
+    read_session_file,
+)
 from clawpi.session.lock import FileSessionLock, SessionLock
 from clawpi.session.migrate import migrate_entries, needs_migration
 from clawpi.session.paths import DEFAULT_AGENT_ID, default_session_dir, session_file_name
@@ -226,8 +232,9 @@ class SessionManager(SessionTree):
 
     def set_session_file(self, path: str | os.PathLike[str]) -> None:
         """Load `path` (repairing or migrating it first when needed), or start it if missing."""
-        with gc_paused(promote=True):  # every object built here lives as long as the session
+        with gc_paused() as pause:  # every object built here lives as long as the session
             self._set_session_file(Path(os.path.abspath(path)))
+            pause.promote = len(self._entries) >= PROMOTE_MIN_ENTRIES
 
     def _set_session_file(self, file: Path) -> None:
         if not os.path.lexists(file):  # a new chat: nothing to read
