@@ -314,6 +314,8 @@ class EmbeddedSubscription:
             except Exception:
                 log.warning("aborting compaction on unsubscribe failed", exc_info=True)
         self._unsubscribe_source()
+        # the stored function holds our bound listener: drop it, so no cycle outlives the run
+        self._unsubscribe_source = _nothing
 
     # -- dispatch --------------------------------------------------------------------------
 
@@ -724,7 +726,7 @@ class EmbeddedSubscription:
         return strip_final_tags(text).strip()  # no <final> at all: the plain text is the answer
 
     def _record_usage(self, usage: Any) -> None:
-        if not isinstance(usage, Mapping):
+        if not is_mapping(usage):
             return
         values = [_int(usage.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")]
         if not any(values):
@@ -890,6 +892,10 @@ _HANDLERS: dict[str, Callable[[EmbeddedSubscription, AgentEventDict], None]] = {
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _nothing() -> None:
+    pass
 
 
 def _is_assistant(message: Any) -> TypeGuard[Mapping[str, Any]]:

@@ -697,10 +697,12 @@ class AgentSession:
         if self.extensions.has_handlers("session_shutdown"):
             await self.extensions.emit({"type": "session_shutdown"}, self.ext_context())
         self._unsubscribe_agent()
+        self._unsubscribe_agent = _nothing
         self.extensions.session = None
         self.extensions.on_error = None
-        # break the agent <-> session reference cycle so both are freed without the cyclic GC
+        # break the agent <-> session reference cycles so both are freed without the cyclic GC
         agent = self.agent
+        agent.get_api_key = None
         agent.transform_context = None
         agent.convert_to_llm = default_convert_to_llm
         agent.before_tool_call = None
@@ -713,6 +715,10 @@ class AgentSession:
 _BUILTINS = frozenset(
     {"read", "write", "edit", "exec", "process", "grep", "find", "ls", "apply_patch"}
 )
+
+
+def _nothing() -> None:
+    pass
 
 
 def _custom_message(message: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -63,11 +64,7 @@ class ModelRegistry:
                 self._load_custom(read_json_object(self.models_path))
             except ConfigError as exc:
                 self.error = str(exc)
-        self.auth_storage.set_fallback_resolver(self._models_json_key)
-
-    def _models_json_key(self, provider: str) -> str | None:
-        raw = self._provider_keys.get(provider)
-        return resolve_config_value(raw) if raw else None
+        self.auth_storage.set_fallback_resolver(_models_json_keys(self._provider_keys))
 
     def _load_custom(self, data: dict[str, Any]) -> None:
         providers = data.get("providers", {})
@@ -213,3 +210,14 @@ def _split_thinking(pattern: str) -> tuple[str, ThinkingLevel | None]:
     if sep and tail in THINKING_LEVELS:
         return head, tail
     return pattern, None
+
+
+def _models_json_keys(keys: dict[str, str]) -> Callable[[str], str | None]:
+    """models.json keys for the auth storage, over the dict alone: a bound method would tie
+    the storage and the registry in a cycle that only the cyclic collector frees."""
+
+    def resolve(provider: str) -> str | None:
+        raw = keys.get(provider)
+        return resolve_config_value(raw) if raw else None
+
+    return resolve

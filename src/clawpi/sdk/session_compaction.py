@@ -4,6 +4,7 @@ the extension hook, the summary call with its timeout and retries, and the rebui
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -46,7 +47,9 @@ class SessionCompaction:
     """Owned by one `AgentSession`; all state about compaction lives here."""
 
     def __init__(self, session: AgentSession, *, enabled: bool) -> None:
-        self.session = session
+        # a proxy: the session owns this object, and a strong reference back would make the
+        # pair garbage only the cyclic collector can free, on every turn of an embedding
+        self.session: AgentSession = weakref.proxy(session)
         self.enabled = enabled
         self.running = False
         self.overflow_attempted = False
