@@ -146,10 +146,17 @@ def extend_context(context: SessionContext, entry: Entry) -> bool:
 def _walk_and_resolve(
     by_id: Mapping[str, Entry], leaf: Entry, known_path: list[Entry] | None = None
 ) -> SessionContext:
-    """Walk leaf to root once, resolving as it goes: on a large session every pass over the
-    entries costs a cache miss per entry, so the common case (messages and settings) is done
-    in the same pass as the walk; compactions, summaries and custom messages (or damaged
-    entries) take the general route over the collected path."""
+    return resolve_with_path(by_id, leaf, known_path)[0]
+
+
+def resolve_with_path(
+    by_id: Mapping[str, Entry], leaf: Entry, known_path: list[Entry] | None = None
+) -> tuple[SessionContext, list[Entry]]:
+    """The context at `leaf` and the root-first path to it, from one walk leaf to root,
+    resolving as it goes: on a large session every pass over the entries costs a cache miss
+    per entry, so the common case (messages and settings) is done in the same pass as the
+    walk; compactions, summaries and custom messages (or damaged entries) take the general
+    route over the collected path."""
     path: list[Entry] = []
     messages: list[dict[str, Any]] = []
     keep, add = path.append, messages.append
@@ -195,14 +202,15 @@ def _walk_and_resolve(
             entry = get(parent_id) if parent_id is not None else None
     path.reverse()
     if reshaped:
-        return _resolve_general(path)
+        return _resolve_general(path), path
     messages.reverse()
-    return SessionContext(
+    context = SessionContext(
         messages=list(messages) if plain else convert_to_llm(messages),
         agent_messages=messages,
         thinking_level=DEFAULT_THINKING_LEVEL if thinking_level is _UNSET_LEVEL else thinking_level,
         model=model,
     )
+    return context, path
 
 
 _UNSET_LEVEL: Final = object()

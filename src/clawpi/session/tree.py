@@ -158,16 +158,16 @@ class SessionTree:
             return get_path(self._by_id, entry)
         return list(self._leaf_branch(entry).path)
 
-    def _leaf_branch(self, leaf: Entry) -> Branch:
+    def _leaf_branch(self, leaf: Entry, *, resolve: bool = False) -> Branch:
         branch = self._branch
         if branch is None or branch.leaf is not leaf:
-            branch = self._branch = Branch(self._by_id, leaf)
+            branch = self._branch = Branch(self._by_id, leaf, resolve=resolve)
         return branch
 
     def latest_on_branch(self, kind: str) -> Entry | None:
         """The latest entry of type `kind` on the leaf's branch (e.g. the last compaction)."""
         leaf = self.get_leaf_entry()
-        return self._leaf_branch(leaf).latest.get(kind) if leaf is not None else None
+        return self._leaf_branch(leaf).latest(kind) if leaf is not None else None
 
     def last_custom_entry(self, custom_type: str) -> Entry | None:
         """The latest `custom` entry of `custom_type` in file order, on any branch."""
@@ -200,7 +200,7 @@ class SessionTree:
         leaf = self.get_leaf_entry()
         if leaf is None:
             return build_session_context(self._entries, self._leaf_id, self._by_id)
-        return self._leaf_branch(leaf).context()
+        return self._leaf_branch(leaf, resolve=True).context()
 
     def branch(self, branch_from_id: str) -> None:
         """Move the leaf to an earlier entry; the next append starts a new branch there."""
