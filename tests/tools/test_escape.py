@@ -122,7 +122,13 @@ EXEC_ATTEMPTS = [
         "echo pwned > {outside}/secret.txt",
         "No such file or directory",
     ),
-    ("write beside the workspace", "echo pwned > ../pwned", "Permission denied"),
+    # the sandbox makes the workspace's parents read-only directories; which error the shell
+    # reports depends on where the workspace lives (a temp dir under /tmp or elsewhere)
+    (
+        "write beside the workspace",
+        "echo pwned > ../pwned",
+        "Permission denied|Read-only file system",
+    ),
     ("write into /usr", "touch /usr/clawpi-pwned", "Read-only file system"),
     ("write into /etc", "touch /etc/clawpi-pwned", "Read-only file system"),
     ("write at the sandbox root", "touch /clawpi-pwned", "Read-only file system"),
