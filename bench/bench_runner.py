@@ -210,12 +210,34 @@ async def breakdown(turns: int) -> tuple[float, float, dict[str, float]]:
     return total, Clock.model_s / turns, phases
 
 
+def machine_speed(directory: Path) -> tuple[float, float]:
+    """(median µs of a bare file create in `directory`, ms of a 2M-step Python loop): the
+    VM this runs on changes speed by 2x and more within minutes, and a new session's turn
+    creates two files, so these say what phase a run's figures were taken in."""
+    creates: list[float] = []
+    for i in range(100):
+        path = directory / f"probe-{i}"
+        started = time.perf_counter()
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        creates.append(time.perf_counter() - started)
+        os.close(fd)
+        path.unlink()
+    loops: list[float] = []
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for step in range(2_000_000):
+            total += step
+        loops.append(time.perf_counter() - started)
+    return statistics.median(creates) * 1e6, min(loops) * 1000
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def overhead(turns: int) -> list[tuple[str, dict[str, float]]]:
+async def overhead(turns: int) -> tuple[list[tuple[str, dict[str, float]]], tuple[float, float]]:
     instrument()
     rows: list[tuple[str, dict[str, float]]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -240,6 +262,7 @@ async def overhead(turns: int) -> list[tuple[str, dict[str, float]]]:
                 cpu = time.process_time() - cpu
                 assert text == ANSWER, text
                 samples[kind].append((total, Clock.model_s, Clock.fsync_s, Clock.fsyncs, cpu))
+        speed = machine_speed(root / "sessions")
         labels = (("fresh", "new session, turn 1"), ("grown", f"one session, turns 1..{turns}"))
         for kind, label in labels:
             data = samples[kind]
@@ -263,7 +286,7 @@ async def overhead(turns: int) -> list[tuple[str, dict[str, float]]]:
                     },
                 )
             )
-    return rows
+    return rows, speed
 
 
 async def throughput_child(sessions: int, cap: int, delay_s: float) -> dict[str, float]:
@@ -326,7 +349,7 @@ def main() -> None:
         print(json.dumps(outcome))
         return
 
-    rows = asyncio.run(overhead(args.turns))
+    rows, (create_us, loop_ms) = asyncio.run(overhead(args.turns))
     print(f"runner overhead per turn ({args.turns} turns each; ms)")
     header = (
         f"{'scenario':<30}{'total':>7}{'model':>7}{'fsync':>7}{'#fsync':>7}"
@@ -342,7 +365,9 @@ def main() -> None:
         )
     print(
         "over = wall total - model - fsync (other file I/O such as lock-file opens stays in);\n"
-        "cpu = process CPU time - model (I/O waits excluded). Target: over < 2 ms."
+        "cpu = process CPU time - model (I/O waits excluded). Target: over < 2 ms.\n"
+        f"this run's machine: a bare file create {create_us:.0f} us (median of 100, in the "
+        f"sessions directory), a 2M-step Python loop {loop_ms:.0f} ms"
     )
     print()
     completed = subprocess.run(
