@@ -34,12 +34,12 @@ async def test_a_running_compaction_gets_one_grace_period() -> None:
     aborts: list[str] = []
     compacting = [True]
     timers = _timers(
-        aborts, timeout_ms=20, compaction_grace_ms=150, is_compacting=lambda: compacting[0]
+        aborts, timeout_ms=20, compaction_grace_ms=600, is_compacting=lambda: compacting[0]
     )
     timers.start()
-    await asyncio.sleep(0.08)
+    await asyncio.sleep(0.1)
     assert aborts == []  # past the deadline, inside the grace
-    await asyncio.sleep(0.4)
+    await asyncio.sleep(1.0)
     assert aborts == [RUN_TIMEOUT_MESSAGE]  # still compacting after the grace: no second one
     assert timers.timed_out_during_compaction
     timers.stop()
@@ -57,20 +57,20 @@ async def test_stop_cancels_both_clocks() -> None:
 
 async def test_idle_counts_only_silence_during_a_model_call() -> None:
     aborts: list[str] = []
-    timers = _timers(aborts, idle_timeout_ms=250)
+    timers = _timers(aborts, idle_timeout_ms=400)
     timers.start()
-    await asyncio.sleep(0.5)  # no model call in flight: silence does not count
+    await asyncio.sleep(0.6)  # no model call in flight: silence does not count
     assert aborts == []
     timers.on_event({"type": "turn_start"})
-    for _ in range(25):  # a model streaming steadily for twice the limit
+    for _ in range(40):  # a model streaming steadily for twice the limit
         await asyncio.sleep(0.02)
         timers.on_event({"type": "message_update"})
     assert aborts == []
     timers.on_event({"type": "message_end", "message": {"role": "assistant"}})
-    await asyncio.sleep(0.5)  # a long tool after the reply: disarmed
+    await asyncio.sleep(0.6)  # a long tool after the reply: disarmed
     assert aborts == []
     timers.on_event({"type": "turn_start"})
-    await asyncio.sleep(0.6)  # the next model call says nothing
-    assert aborts == [idle_timeout_message(250)]
+    await asyncio.sleep(1.0)  # the next model call says nothing
+    assert aborts == [idle_timeout_message(400)]
     assert timers.timed_out and timers.idle_timed_out
     timers.stop()
