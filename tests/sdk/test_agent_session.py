@@ -326,3 +326,34 @@ async def test_a_given_system_prompt_is_what_the_model_gets(make_session: Sessio
     assert session.system_prompt == "You answer in haiku."
     await session.prompt("hello")
     assert faux.requests[0]["systemPrompt"] == "You answer in haiku."
+
+
+async def test_listeners_see_each_event_in_order_and_async_ones_are_awaited(
+    make_session: SessionFactory,
+) -> None:
+    """Sync listeners cost no coroutine; an async listener is awaited before the listeners
+    after it and before the next event, so every listener sees the same order."""
+    faux = FauxProvider(["Hello there."])
+    session = await make_session(faux.model)
+    seen: list[tuple[str, str]] = []
+
+    def first(event: dict[str, Any]) -> None:
+        seen.append(("first", event["type"]))
+
+    async def slow(event: dict[str, Any]) -> None:
+        await asyncio.sleep(0.001)
+        seen.append(("slow", event["type"]))
+
+    def failing(event: dict[str, Any]) -> None:
+        raise RuntimeError("a listener bug")
+
+    def last(event: dict[str, Any]) -> None:
+        seen.append(("last", event["type"]))
+
+    for listener in (first, slow, failing, last):
+        session.subscribe(listener)
+    await session.prompt("hi")
+    kinds = [kind for who, kind in seen if who == "first"]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert seen == [(who, kind) for kind in kinds for who in ("first", "slow", "last")]
+    assert session.get_last_assistant_text() == "Hello there."

@@ -39,6 +39,7 @@ from clawpi.sdk.session_compaction import SessionCompaction
 from clawpi.sdk.settings import SettingsManager
 from clawpi.sdk.system_prompt import build_system_prompt
 from clawpi.session import SessionManager
+from clawpi.session.context import convert_to_llm
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +187,33 @@ class AgentSession:
         await self._emit(event)
 
     async def _emit(self, event: dict[str, Any]) -> None:
-        for listener in self._listeners:
+        pending = self._dispatch(event)
+        if pending is not None:
+            await pending
+
+    def _dispatch(self, event: dict[str, Any]) -> Awaitable[None] | None:
+        """Call the listeners in order; from the first that returns an awaitable on, the rest
+        run in the returned coroutine, after it. Listeners are usually plain functions: then
+        an event costs no coroutine at all (a turn has a few dozen events)."""
+        listeners = self._listeners
+        for index, listener in enumerate(listeners):
+            try:
+                result = listener(event)
+            except Exception:
+                log.exception("session listener failed on %s", event.get("type"))
+                continue
+            if result is not None and inspect.isawaitable(result):
+                return self._dispatch_rest(event, result, listeners[index + 1 :])
+        return None
+
+    async def _dispatch_rest(
+        self, event: dict[str, Any], pending: Awaitable[Any], listeners: list[SessionListener]
+    ) -> None:
+        try:
+            await pending
+        except Exception:
+            log.exception("session listener failed on %s", event.get("type"))
+        for listener in listeners:
             try:
                 result = listener(event)
                 if result is not None and inspect.isawaitable(result):
@@ -220,8 +247,6 @@ class AgentSession:
         )
 
     def _convert_to_llm(self, messages: list[Any]) -> list[Any]:
-        from clawpi.session.context import convert_to_llm
-
         converted = convert_to_llm(messages)
         if self.settings_manager.settings.images.block_images:
             converted = [_block_images(message) for message in converted]
@@ -230,6 +255,8 @@ class AgentSession:
     async def _transform_context(
         self, messages: list[Any], signal: AbortSignal | None
     ) -> list[Any]:
+        if not self.extensions.has_handlers("context"):
+            return messages  # (no extension context built for nobody)
         return await self.extensions.emit_context(messages, self.ext_context())
 
     def _on_payload(self, payload: dict[str, Any], model: Model) -> dict[str, Any] | None:
@@ -263,7 +290,9 @@ class AgentSession:
         )
         return AfterToolCallResult(content=content, details=details)
 
-    async def _on_agent_event(self, event: Any) -> None:
+    def _on_agent_event(self, event: Any) -> Awaitable[None] | None:
+        """Persist, then extensions, then the session's listeners, then the turn count; an
+        awaitable only when an extension or a listener needs awaiting."""
         kind = event["type"]
         if kind == "agent_start":
             self._turn_index = 0
@@ -272,12 +301,26 @@ class AgentSession:
         elif kind == "message_end":
             self._persist(event["message"])
         if self.extensions.has_handlers(kind):
-            ext_event = dict(event)
-            if kind in ("turn_start", "turn_end"):
-                ext_event["turnIndex"] = self._turn_index
-                ext_event["timestamp"] = int(time.time() * 1000)
-            await self.extensions.emit(ext_event, self.ext_context())
+            return self._on_agent_event_async(event, kind)
+        pending = self._dispatch(event)
+        if pending is not None:
+            return self._count_turn_after(pending, kind)
+        if kind == "turn_end":
+            self._turn_index += 1
+        return None
+
+    async def _on_agent_event_async(self, event: Any, kind: str) -> None:
+        ext_event = dict(event)
+        if kind in ("turn_start", "turn_end"):
+            ext_event["turnIndex"] = self._turn_index
+            ext_event["timestamp"] = int(time.time() * 1000)
+        await self.extensions.emit(ext_event, self.ext_context())
         await self._emit(event)
+        if kind == "turn_end":
+            self._turn_index += 1
+
+    async def _count_turn_after(self, pending: Awaitable[None], kind: str) -> None:
+        await pending
         if kind == "turn_end":
             self._turn_index += 1
 
