@@ -285,3 +285,31 @@ async def test_a_turn_sees_what_another_writer_appended_since_the_last_turn(
         ["first", "second", "from another process", "third"],
     ]
     assert harness.user_turns("chat") == ["first", "second", "from another process", "third"]
+
+
+async def test_a_new_chats_second_turn_sees_what_another_writer_appended(
+    tmp_path: Path,
+) -> None:
+    """The manager that created a chat's file is kept for its next turn, unless the file
+    changed meanwhile."""
+    seen: list[list[str]] = []
+
+    async def answer(context: Context, _options: StreamOptions) -> FauxResponse:
+        seen.append([_text(m) for m in context["messages"] if m.get("role") == "user"])
+        return FauxResponse(content=[faux_text("ok")])
+
+    harness = Harness(tmp_path, answer)
+    await harness.run("fresh", "first")
+    other = SessionManager.open(harness.session_file("fresh"))
+    other.append_message({"role": "user", "content": "from another process", "timestamp": 1})
+    other.append_message(
+        {"role": "assistant", "content": [{"type": "text", "text": "noted"}],
+         "stopReason": "stop", "timestamp": 2}
+    )  # fmt: skip
+    await harness.run("fresh", "second")
+    await harness.run("fresh", "third")
+    assert seen == [
+        ["first"],
+        ["first", "from another process", "second"],
+        ["first", "from another process", "second", "third"],
+    ]

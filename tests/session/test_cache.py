@@ -47,6 +47,24 @@ def test_cache_reuses_the_open_manager_until_the_file_changes_elsewhere(tmp_path
     assert fresh.get_entries()[-1]["message"]["content"] == "someone else"
 
 
+def test_a_manager_that_created_its_file_is_reused_until_the_file_changes(
+    tmp_path: Path,
+) -> None:
+    file = tmp_path / "new.jsonl"
+    created = SessionManager.create("/p", tmp_path, session_file=file)
+    cache = SessionManagerCache(ttl_ms=60_000)
+    cache.put(file, created)
+    created.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    created.append_message(
+        {"role": "assistant", "content": [], "stopReason": "stop", "timestamp": 2}
+    )
+    assert cache.get(file) is created
+    SessionManager.open(file).append_message({"role": "user", "content": "other", "timestamp": 3})
+    fresh = cache.get(file)
+    assert fresh is not created
+    assert fresh.get_entries()[-1]["message"]["content"] == "other"
+
+
 def test_zero_ttl_disables_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     file = _session(tmp_path)
     monkeypatch.setenv("CLAWPI_SESSION_CACHE_TTL_MS", "0")

@@ -161,6 +161,7 @@ def _open_session(path: Path, workspace: Path) -> SessionManager:
             manager = SessionManager.open(path)
     else:
         manager = SessionManager.create(workspace, path.parent, session_file=path)
+        _managers.put(path, manager)  # a new chat's next message need not read its file back
     _busy.add(id(manager))
     return manager
 

@@ -97,12 +97,22 @@ class SessionManagerCache:
                 return cached[0]
         prewarm_session_file(key, ttl)
         manager = self._opener(Path(key))
-        if ttl > 0:
-            with self._lock:
-                self._entries[key] = (manager, now)
-                while len(self._entries) > self._max_entries:
-                    del self._entries[next(iter(self._entries))]
+        self._remember(key, manager, now, ttl)
         return manager
+
+    def put(self, path: str | os.PathLike[str], manager: SessionManager) -> None:
+        """Remember a manager opened elsewhere (e.g. one that just created its file), so the
+        next `get` reuses it while the file stays as it leaves it."""
+        self._remember(_key(path), manager, time.monotonic(), self.ttl_ms)
+
+    def _remember(self, key: str, manager: SessionManager, now: float, ttl: int) -> None:
+        if ttl <= 0:
+            return
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = (manager, now)
+            while len(self._entries) > self._max_entries:
+                del self._entries[next(iter(self._entries))]
 
     def invalidate(self, path: str | os.PathLike[str]) -> None:
         with self._lock:
