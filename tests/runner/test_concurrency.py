@@ -259,25 +259,35 @@ async def test_steering_message_is_delivered_into_the_running_turn(tmp_path: Pat
     assert not queue_embedded_pi_message(harness.session_id("st"), "too late")
 
 
-async def test_a_turn_sees_what_another_writer_appended_since_the_last_turn(
-    tmp_path: Path,
-) -> None:
-    """Turns of a chat reuse the session the last turn left open, unless the file changed."""
+def _user_turns_seen() -> tuple[list[list[str]], Answer]:
+    """A model that answers "ok" and records the user turns of every request it gets."""
     seen: list[list[str]] = []
 
     async def answer(context: Context, _options: StreamOptions) -> FauxResponse:
         seen.append([_text(m) for m in context["messages"] if m.get("role") == "user"])
         return FauxResponse(content=[faux_text("ok")])
 
-    harness = Harness(tmp_path, answer)
-    await harness.run("chat", "first")
-    await harness.run("chat", "second")
-    other = SessionManager.open(harness.session_file("chat"))
+    return seen, answer
+
+
+def _append_from_another_process(path: Path) -> None:
+    other = SessionManager.open(path)
     other.append_message({"role": "user", "content": "from another process", "timestamp": 1})
     other.append_message(
         {"role": "assistant", "content": [{"type": "text", "text": "noted"}],
          "stopReason": "stop", "timestamp": 2}
     )  # fmt: skip
+
+
+async def test_a_turn_sees_what_another_writer_appended_since_the_last_turn(
+    tmp_path: Path,
+) -> None:
+    """Turns of a chat reuse the session the last turn left open, unless the file changed."""
+    seen, answer = _user_turns_seen()
+    harness = Harness(tmp_path, answer)
+    await harness.run("chat", "first")
+    await harness.run("chat", "second")
+    _append_from_another_process(harness.session_file("chat"))
     await harness.run("chat", "third")
     assert seen == [
         ["first"],
@@ -292,20 +302,10 @@ async def test_a_new_chats_second_turn_sees_what_another_writer_appended(
 ) -> None:
     """The manager that created a chat's file is kept for its next turn, unless the file
     changed meanwhile."""
-    seen: list[list[str]] = []
-
-    async def answer(context: Context, _options: StreamOptions) -> FauxResponse:
-        seen.append([_text(m) for m in context["messages"] if m.get("role") == "user"])
-        return FauxResponse(content=[faux_text("ok")])
-
+    seen, answer = _user_turns_seen()
     harness = Harness(tmp_path, answer)
     await harness.run("fresh", "first")
-    other = SessionManager.open(harness.session_file("fresh"))
-    other.append_message({"role": "user", "content": "from another process", "timestamp": 1})
-    other.append_message(
-        {"role": "assistant", "content": [{"type": "text", "text": "noted"}],
-         "stopReason": "stop", "timestamp": 2}
-    )  # fmt: skip
+    _append_from_another_process(harness.session_file("fresh"))
     await harness.run("fresh", "second")
     await harness.run("fresh", "third")
     assert seen == [
