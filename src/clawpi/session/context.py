@@ -102,12 +102,12 @@ def build_session_context(
             if not entries:
                 return SessionContext()
             leaf = entries[-1]
-        return _walk_and_resolve(by_id, leaf)
+        return resolve_with_path(by_id, leaf)[0]
 
 
 def resolve_path(path: list[Entry]) -> SessionContext:
     """The context of a root-first path (no walk: the path is known)."""
-    return _walk_and_resolve({}, path[-1], path[:-1]) if path else SessionContext()
+    return resolve_with_path({}, path[-1], path[:-1])[0] if path else SessionContext()
 
 
 def extend_context(context: SessionContext, entry: Entry) -> bool:
@@ -141,12 +141,6 @@ def extend_context(context: SessionContext, entry: Entry) -> bool:
         context.agent_messages.extend(added)
         context.messages.extend(convert_to_llm(added))
     return True
-
-
-def _walk_and_resolve(
-    by_id: Mapping[str, Entry], leaf: Entry, known_path: list[Entry] | None = None
-) -> SessionContext:
-    return resolve_with_path(by_id, leaf, known_path)[0]
 
 
 def resolve_with_path(
