@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from clawpi.agent.fast_schema import INVALID, compile_schema
 from clawpi.ai.abort import AbortSignal
+from clawpi.ai.bounded import remember
 from clawpi.ai.types import Tool, UserContent
 from clawpi.ai.validation import (
     ToolArgumentsError,
@@ -115,9 +116,7 @@ def _compiled_by_content(schema: dict[str, Any]) -> Any:
         return compile_schema(schema)
     found = _compiled_cache.get(key, _MISSING)
     if found is _MISSING:
-        if len(_compiled_cache) >= _COMPILED_CACHE_SIZE:
-            _compiled_cache.pop(next(iter(_compiled_cache)))
-        found = _compiled_cache[key] = compile_schema(schema)
+        found = remember(_compiled_cache, key, compile_schema(schema), _COMPILED_CACHE_SIZE)
     return found
 
 

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from clawpi.ai.bounded import remember
 from clawpi.ai.types import Tool, ToolCall
 from clawpi.errors import ClawpiError
 
@@ -83,9 +84,7 @@ def compile_tool_schema(schema: Mapping[str, Any]) -> ToolArgumentValidator:
     if entry is not None and entry[0] is schema:
         return entry[1]
     validator = ToolArgumentValidator(schema)
-    if len(_compiled) >= _CACHE_LIMIT:
-        _compiled.pop(next(iter(_compiled)))
-    _compiled[id(schema)] = (schema, validator)
+    remember(_compiled, id(schema), (schema, validator), _CACHE_LIMIT)
     return validator
 
 

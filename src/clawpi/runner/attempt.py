@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from clawpi.ai.abort import AbortSignal
+from clawpi.ai.bounded import remember
 from clawpi.ai.models import Model
 from clawpi.ai.types import ThinkingLevel
 from clawpi.reply import subscribe_embedded_session
@@ -241,9 +242,7 @@ def _resource_loader(workspace: Path, agent_dir: Path) -> ResourceLoader:
     if cached is not None and now - cached[0] < RESOURCE_CACHE_TTL_S:
         return cached[1]
     loader = ResourceLoader(workspace, agent_dir, load_context_files=False)
-    if len(_loader_cache) >= _TOOL_CACHE_SIZE:
-        _loader_cache.pop(next(iter(_loader_cache)))
-    _loader_cache[key] = (now, loader)
+    remember(_loader_cache, key, (now, loader), _TOOL_CACHE_SIZE)
     return loader
 
 
@@ -277,9 +276,7 @@ def _run_tools(params: AttemptParams) -> list[Any]:
             scope_key=None,  # per run: `run_scope`, set by the attempt
             is_subagent=params.prompt_mode == "minimal",
         )
-        if len(_tool_cache) >= _TOOL_CACHE_SIZE:
-            _tool_cache.pop(next(iter(_tool_cache)))
-        _tool_cache[key] = tools
+        remember(_tool_cache, key, tools, _TOOL_CACHE_SIZE)
     return list(tools)
 
 

@@ -13,6 +13,8 @@ import os
 import time
 from collections.abc import Iterable
 
+from clawpi.ai.bounded import remember
+
 Stamp = tuple[int, int, int] | None
 """(mtime in ns, size, inode) of a file, or None where there is none."""
 
@@ -58,13 +60,11 @@ def file_stamps(directory: str, names: Iterable[str]) -> list[Stamp]:
     mtime = listing.st_mtime_ns
     settle = SETTLE_COARSE_NS if mtime % 1_000_000_000 == 0 else SETTLE_NS
     if time.time_ns() - mtime > settle:
-        if len(_present) >= CACHE_SIZE:
-            _present.pop(next(iter(_present)))
         # a dangling symlink can come to life without the directory changing: stat it again
         present = tuple(
             i for i, s in enumerate(stamps) if s is not None or os.path.lexists(paths[i])
         )
-        _present[key] = (dir_stamp, present)
+        remember(_present, key, (dir_stamp, present), CACHE_SIZE)
     else:
         _present.pop(key, None)
     return stamps

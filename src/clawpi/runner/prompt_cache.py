@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from clawpi.ai.bounded import remember
 from clawpi.ai.models import Model
 from clawpi.runner.config import get_path
 from clawpi.runner.file_stamps import Stamp, file_stamps
@@ -51,9 +52,7 @@ def _skills_prompt(loader: ResourceLoader) -> str | None:
     if cached is not None and cached[0] is loader:
         return cached[1]
     prompt = build_skills_prompt(loader.skills) if loader.skills else None
-    if len(_skills_prompts) >= CACHE_SIZE:
-        _skills_prompts.clear()
-    _skills_prompts[id(loader)] = (loader, prompt)
+    remember(_skills_prompts, id(loader), (loader, prompt), CACHE_SIZE)
     return prompt
 
 
@@ -117,7 +116,5 @@ def attempt_system_prompt(
     )
     prompt = build_agent_system_prompt(prompt_params)
     report = system_prompt_report(prompt_params, skills_count=len(loader.skills))
-    if len(_prompts) >= CACHE_SIZE:
-        _prompts.pop(next(iter(_prompts)))
-    _prompts[key] = (prompt, orjson.dumps(report))
+    remember(_prompts, key, (prompt, orjson.dumps(report)), CACHE_SIZE)
     return prompt, report

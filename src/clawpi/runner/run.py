@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from clawpi.ai.abort import AbortSignal
+from clawpi.ai.bounded import remember
 from clawpi.ai.errors import (
     FailoverError,
     classify_failover_reason,
@@ -343,9 +344,7 @@ class _Runner:
             return cached[1], registry
         model = self._resolve_uncached(provider, model_id, registry)
         if key is not None:
-            if len(_resolved) >= _RESOLVED_CACHE_SIZE:
-                _resolved.pop(next(iter(_resolved)))
-            _resolved[key] = (registry, model)
+            remember(_resolved, key, (registry, model), _RESOLVED_CACHE_SIZE)
         return model, registry
 
     def _resolve_uncached(self, provider: str, model_id: str, registry: ModelRegistry) -> Model:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from clawpi.ai.bounded import remember
 from clawpi.ai.types import ThinkingLevel
 from clawpi.errors import ConfigError
 from clawpi.sdk.json_file import read_json_object, update_json_file
@@ -205,8 +206,7 @@ def _validated(merged: dict[str, Any]) -> Settings:
         return Settings.model_validate(merged)
     settings = _validated_cache.get(key)
     if settings is None:
-        settings = Settings.model_validate(merged)
-        if len(_validated_cache) >= VALIDATED_CACHE_SIZE:
-            _validated_cache.pop(next(iter(_validated_cache)))
-        _validated_cache[key] = settings
+        settings = remember(
+            _validated_cache, key, Settings.model_validate(merged), VALIDATED_CACHE_SIZE
+        )
     return settings

@@ -12,10 +12,13 @@ import re
 from pathlib import Path
 from typing import Final
 
+from clawpi.ai.bounded import remember
+
 DEFAULT_AGENT_ID: Final = "main"
 STATE_DIR_ENV: Final = "CLAWPI_STATE_DIR"
 
 _SEPARATORS = re.compile(r"[/\\:]")
+_CACHE_SIZE: Final = 256
 _real_directories: dict[str, str] = {}
 
 
@@ -32,9 +35,7 @@ def real_directory(directory: str | os.PathLike[str]) -> str:
     if real is None:
         real = os.path.realpath(absolute)
         if os.path.isdir(real):
-            if len(_real_directories) >= 256:
-                _real_directories.clear()
-            _real_directories[absolute] = real
+            remember(_real_directories, absolute, real, _CACHE_SIZE)
     return real
 
 
@@ -46,9 +47,7 @@ def real_directory_path(directory: str | os.PathLike[str]) -> Path:
     real = real_directory(directory)
     path = _real_paths.get(real)
     if path is None:
-        if len(_real_paths) >= 256:
-            _real_paths.clear()
-        path = _real_paths[real] = Path(real)
+        path = remember(_real_paths, real, Path(real), _CACHE_SIZE)
     return path
 
 

@@ -152,10 +152,8 @@ class SessionTree:
         if start is None or (entry := self._by_id.get(start)) is None:
             return []
         branch = self._branch
-        if branch is not None and branch.leaf is entry:
-            return list(branch.path)
-        if start != self._leaf_id:
-            return get_path(self._by_id, entry)
+        if start != self._leaf_id and (branch is None or branch.leaf is not entry):
+            return get_path(self._by_id, entry)  # not the leaf: not worth remembering
         return list(self._leaf_branch(entry).path)
 
     def _leaf_branch(self, leaf: Entry, *, resolve: bool = False) -> Branch:

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from clawpi.ai.bounded import remember
 from clawpi.ai.providers.google_schema import clean_schema_for_gemini
 
 XAI_UNSUPPORTED_KEYWORDS = frozenset(
@@ -166,11 +167,8 @@ def clean_tool_schema(
         return _clean_tool_schema(schema, api=api, provider=provider, strict=strict)
     cached = _clean_cache.get(key)
     if cached is None:
-        if len(_clean_cache) >= _CLEAN_CACHE_SIZE:
-            _clean_cache.pop(next(iter(_clean_cache)))
-        cached = _clean_cache[key] = _clean_tool_schema(
-            schema, api=api, provider=provider, strict=strict
-        )
+        cleaned = _clean_tool_schema(schema, api=api, provider=provider, strict=strict)
+        cached = remember(_clean_cache, key, cleaned, _CLEAN_CACHE_SIZE)
     return cached
 
 

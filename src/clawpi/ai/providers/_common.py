@@ -7,6 +7,8 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from clawpi.ai.bounded import remember
+
 T = TypeVar("T")
 
 _MAX_CLIENTS_PER_LOOP = 32
@@ -27,12 +29,9 @@ def shared_client(key: Hashable, factory: Callable[[], T]) -> T:
     if per_loop is None:
         per_loop = {}
         _clients[loop] = per_loop
-    client = per_loop.get(key)
+    client: T | None = per_loop.get(key)
     if client is None:
-        if len(per_loop) >= _MAX_CLIENTS_PER_LOOP:
-            per_loop.pop(next(iter(per_loop)))
-        client = factory()
-        per_loop[key] = client
+        client = remember(per_loop, key, factory(), _MAX_CLIENTS_PER_LOOP)
     return client
 
 
