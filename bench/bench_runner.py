@@ -13,8 +13,8 @@
    fsync: creating files, its write path, and the cold caches a process wakes up to after
    sleeping in fsync (on the ext4 these figures were taken on, 0.3-1 ms a turn, and more at
    p99). The time spent creating files (a new session's file and its lock file) is shown
-   beside it and stays in the overhead. Each row also carries the machine's own jitter, taken
-   right after its turns: the median and p99 of a fixed loop of about 1.5 ms.
+   beside it and stays in the overhead. Each row also carries the machine's own jitter while
+   its turns ran: the median and p99 of a fixed loop of about 1 ms, timed between the turns.
 
 2. Throughput: 100 and 1,000 sessions submitted at once, one turn each, with the global lane
    capped (`agents.defaults.maxConcurrent`), each measured in a fresh subprocess so its peak
@@ -237,26 +237,23 @@ async def breakdown(turns: int, base: str | None) -> tuple[float, float, dict[st
     return total, Clock.model_s / turns, phases
 
 
-def machine_speed() -> tuple[float, float, float]:
-    """(ms of a 2M-step Python loop; median and p99 ms of a fixed loop of about 1.5 ms).
+def _spin(steps: int) -> float:
+    started = time.perf_counter()
+    total = 0
+    for step in range(steps):
+        total += step
+    return time.perf_counter() - started
 
-    The VM this runs on changes speed by 2x and more within minutes, and stalls now and then:
-    the first figure says what phase a run's figures were taken in, the other two how far
-    this machine's own jitter alone spreads a fixed amount of work, which bounds how close
-    any p99 can come to its median here.
+
+def fixed_work_steps(ms: float) -> int:
+    """Steps of a plain Python loop taking about `ms` on this machine now.
+
+    The VM this runs on changes speed by 2x and more within minutes, and stalls now and then.
+    The same fixed work timed between the turns says how far the machine alone spread each
+    scenario's figures while they were taken: the closest any p99 can come to its median here.
     """
-
-    def spin(steps: int) -> float:
-        started = time.perf_counter()
-        total = 0
-        for step in range(steps):
-            total += step
-        return time.perf_counter() - started
-
-    loop_s = min(spin(2_000_000) for _ in range(3))
-    steps = int(2_000_000 * 0.0015 / loop_s)
-    fixed = [spin(steps) * 1000 for _ in range(400)]
-    return loop_s * 1000, statistics.median(fixed), pct(fixed, 0.99)
+    fastest = min(_spin(200_000) for _ in range(5))
+    return int(200_000 * ms / 1000 / fastest)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -305,7 +302,10 @@ async def overhead(turns: int, base: str | None) -> list[tuple[str, dict[str, fl
             "fresh": [],
             "grown": [],
         }
+        steps = fixed_work_steps(1.0)
+        fixed: list[float] = []
         for i in range(turns):
+            fixed.append(_spin(steps) * 1000)
             for kind, name in (("fresh", f"fresh{i}"), ("grown", "long")):
                 Clock.reset()
                 args = turn_args(root, config, name, f"question {i}", queue)
@@ -318,7 +318,7 @@ async def overhead(turns: int, base: str | None) -> list[tuple[str, dict[str, fl
                 samples[kind].append(
                     (total, Clock.model_s, Clock.fsync_s, Clock.fsyncs, cpu, Clock.create_s)
                 )
-    _loop_ms, fixed_med, fixed_p99 = machine_speed()
+    fixed_med, fixed_p99 = statistics.median(fixed), pct(fixed, 0.99)
     labels = (("fresh", "new session, turn 1"), ("grown", f"one session, turns 1..{turns}"))
     for kind, label in labels:
         data = samples[kind]
@@ -448,8 +448,8 @@ def main() -> None:
         "memory: the session files on tmpfs, so over is the runner's own cost; disk: the same\n"
         "turns with what this disk adds beyond the time inside fsync (creating files, its\n"
         "write path, the cold caches a process wakes to after sleeping in fsync).\n"
-        "jitter: this machine's own, measured right after that place's turns: median/p99 ms of\n"
-        "a fixed loop of about 1.5 ms (how far the machine alone spreads a fixed amount of work)."
+        "jitter: this machine's own while that place's turns ran: median/p99 ms of a fixed loop\n"
+        "of about 1 ms, timed between the turns (how far the machine alone spreads fixed work)."
     )
     print()
     reports = [(place, child("breakdown", args.turns, base)) for place, base in places]
