@@ -111,13 +111,36 @@ def test_lock_held_by_a_writer_that_does_not_use_flock_is_respected(tmp_path: Pa
 
 def test_each_acquisition_rewrites_the_record_that_readers_see(tmp_path: Path) -> None:
     lock = FileSessionLock(tmp_path / "s.jsonl")
-    for _ in range(3):  # the first acquisition writes the record, later ones through the map
+    for _ in range(3):  # the first acquisition pwrites its records, later ones go through the map
         with lock:
             held = read_lock_owner(lock.lock_path)
             assert held is not None and held["pid"] == os.getpid() and "released" not in held
         released = read_lock_owner(lock.lock_path)
         assert released is not None and released["released"] is True
     assert lock.lock_path.stat().st_size == 128
+
+
+def _mapped(path: Path) -> bool:
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        return any(line.rstrip().endswith(str(path)) for line in maps)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc/self/maps")
+def test_a_lock_taken_once_is_written_without_mapping_its_file(tmp_path: Path) -> None:
+    """A new session's first append takes the lock once: mapping the lock file then would
+    only add an mmap and a munmap. From the second acquisition on, the record goes through
+    the map, and readers still see every record."""
+    lock = FileSessionLock(tmp_path / "s.jsonl")
+    real = lock.lock_path.resolve()
+    with lock:
+        assert not _mapped(real)
+    assert not _mapped(real)
+    released = read_lock_owner(lock.lock_path)
+    assert released is not None and released["released"] is True
+    with lock:
+        assert _mapped(real)
+        held = read_lock_owner(lock.lock_path)
+        assert held is not None and held["pid"] == os.getpid() and "released" not in held
 
 
 def test_a_lock_file_replaced_between_acquisitions_is_respected(tmp_path: Path) -> None:

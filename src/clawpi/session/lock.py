@@ -122,9 +122,10 @@ class _LockFile:
 
     __slots__ = ("_map", "_pwrites", "fd")
 
-    MAP_AFTER: Final = 2
-    """Records written with `pwrite` before the file is mapped: a lock file used for one
-    append (a new session's first turn) is not worth the mapping's system calls."""
+    MAP_AFTER: Final = 3
+    """Records written with `pwrite` before the file is mapped, two per acquisition (the
+    owner, then the release): a lock file used for one append (a new session's first turn,
+    often its only one) is not worth the mapping's system calls, nor its unmapping."""
 
     def __init__(self, path: str) -> None:
         try:
