@@ -21,7 +21,7 @@
    RSS (`resource.getrusage`) belongs to that scenario alone. Once with a zero-delay model
    (the runner's own CPU cost bounds throughput) and once with a model answering in ~50 ms.
 
-    python bench/bench_runner.py [--turns 500] [--cap 16]
+    python bench/bench_runner.py [--turns 500] [--runs 3] [--cap 16]
 """
 
 from __future__ import annotations
@@ -403,6 +403,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--cap", type=int, default=16)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--child")
     parser.add_argument("--dir")
     args = parser.parse_args()
@@ -424,27 +425,40 @@ def main() -> None:
     memory = memory_dir()
     if memory is not None:
         places.insert(0, ("memory: tmpfs", memory))
-    print(f"runner overhead per turn ({args.turns} turns each; ms)")
+    runs: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for _ in range(args.runs):  # the places take turns, so each sees several of the VM's phases
+        for place, base in places:
+            for label, r in child("overhead", args.turns, base):
+                runs.setdefault((label, place), []).append(r)
+    print(
+        f"runner overhead per turn ({args.turns} turns each; ms; the median of {args.runs} runs,"
+        " over p99 also min-max)"
+    )
     header = (
         f"{'scenario (session files in)':<46}{'total':>7}{'model':>7}{'fsync':>7}{'#fsync':>7}"
-        f"{'create':>8}{'over med':>10}{'over p99':>10}{'cpu med':>9}{'cpu p99':>9}"
+        f"{'create':>8}{'over med':>10}{'over p99':>18}{'cpu med':>9}{'cpu p99':>9}"
         f"{'jitter':>13}"
     )
     print(header)
     print("-" * len(header))
-    for place, base in places:
-        for label, r in child("overhead", args.turns, base):
-            jitter = f"{r['fixed_med']:.2f}/{r['fixed_p99']:.2f}"
-            print(
-                f"{label + ' (' + place + ')':<46}{r['total_med']:>7.2f}{r['model_med']:>7.2f}"
-                f"{r['fsync_med']:>7.2f}{r['fsyncs']:>7.0f}{r['create_med']:>8.2f}"
-                f"{r['over_med']:>10.2f}{r['over_p99']:>10.2f}{r['cpu_med']:>9.2f}"
-                f"{r['cpu_p99']:>9.2f}{jitter:>13}"
-            )
+    for (label, place), results in runs.items():
+
+        def mid(key: str, results: list[dict[str, float]] = results) -> float:
+            return statistics.median(r[key] for r in results)
+
+        p99s = sorted(r["over_p99"] for r in results)
+        spread = f"{mid('over_p99'):.2f} ({p99s[0]:.2f}-{p99s[-1]:.2f})"
+        jitter = f"{mid('fixed_med'):.2f}/{mid('fixed_p99'):.2f}"
+        print(
+            f"{label + ' (' + place + ')':<46}{mid('total_med'):>7.2f}{mid('model_med'):>7.2f}"
+            f"{mid('fsync_med'):>7.2f}{mid('fsyncs'):>7.0f}{mid('create_med'):>8.2f}"
+            f"{mid('over_med'):>10.2f}{spread:>18}{mid('cpu_med'):>9.2f}"
+            f"{mid('cpu_p99'):>9.2f}{jitter:>13}"
+        )
     print(
         "over = wall total - model - fsync; create = time in file-creating opens (a new\n"
         "session's file and lock file), which stays in over. cpu = process CPU time - model\n"
-        "(I/O waits excluded). Target: over < 2 ms. Each place runs in a process of its own.\n"
+        "(I/O waits excluded). Target: over < 2 ms. Each run of a place is a process of its own.\n"
         "memory: the session files on tmpfs, so over is the runner's own cost; disk: the same\n"
         "turns with what this disk adds beyond the time inside fsync (creating files, its\n"
         "write path, the cold caches a process wakes to after sleeping in fsync).\n"
