@@ -19,7 +19,8 @@
 2. Throughput: 100 and 1,000 sessions submitted at once, one turn each, with the global lane
    capped (`agents.defaults.maxConcurrent`), each measured in a fresh subprocess so its peak
    RSS (`resource.getrusage`) belongs to that scenario alone. Once with a zero-delay model
-   (the runner's own CPU cost bounds throughput) and once with a model answering in ~50 ms.
+   (the runner's own CPU cost bounds throughput) and once with a model answering in ~50 ms;
+   in both places, memory and disk.
 
     python bench/bench_runner.py [--turns 500] [--runs 3] [--cap 16]
 """
@@ -345,8 +346,10 @@ async def overhead(turns: int, base: str | None) -> list[tuple[str, dict[str, fl
     return rows
 
 
-async def throughput_child(sessions: int, cap: int, delay_s: float) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp:
+async def throughput_child(
+    sessions: int, cap: int, delay_s: float, base: str | None
+) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(dir=base) as tmp:
         root = Path(tmp)
         _provider, config = make_env(root, delay_s, cap)
         queue = CommandQueue()
@@ -377,7 +380,7 @@ def child(kind: str, turns: int, base: str | None) -> Any:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-def throughput(sessions: int, cap: int, delay_s: float) -> dict[str, float]:
+def throughput(sessions: int, cap: int, delay_s: float, base: str | None) -> dict[str, float]:
     # Linux carries a process's peak RSS across exec, so a child exec'd straight from this
     # (large) process would report our peak. A child forked by a small shell starts afresh.
     completed = subprocess.run(
@@ -389,7 +392,7 @@ def throughput(sessions: int, cap: int, delay_s: float) -> dict[str, float]:
             sys.executable,
             __file__,
             "--child",
-            json.dumps({"sessions": sessions, "cap": cap, "delay": delay_s}),
+            json.dumps({"sessions": sessions, "cap": cap, "delay": delay_s, "dir": base}),
         ],
         capture_output=True,
         text=True,
@@ -416,7 +419,9 @@ def main() -> None:
         return
     if args.child:
         spec = json.loads(args.child)
-        outcome = asyncio.run(throughput_child(spec["sessions"], spec["cap"], spec["delay"]))
+        outcome = asyncio.run(
+            throughput_child(spec["sessions"], spec["cap"], spec["delay"], spec.get("dir"))
+        )
         print(json.dumps(outcome))
         return
 
@@ -476,18 +481,19 @@ def main() -> None:
     print()
     print(f"throughput, one turn per session, global cap {args.cap}")
     header = (
-        f"{'sessions':>9}{'model delay':>13}{'turns/s':>10}{'wall s':>9}"
+        f"{'session files in':<18}{'sessions':>9}{'model delay':>13}{'turns/s':>10}{'wall s':>9}"
         f"{'peak RSS MB':>13}{'growth MB':>11}"
     )
     print(header)
     print("-" * len(header))
-    for sessions in (100, 1000):
-        for delay in (0.0, 0.05):
-            r = throughput(sessions, args.cap, delay)
-            print(
-                f"{sessions:>9}{delay * 1000:>11.0f}ms{r['turns_per_s']:>10.1f}"
-                f"{r['elapsed_s']:>9.2f}{r['peak_rss_mb']:>13.1f}{r['rss_growth_mb']:>11.1f}"
-            )
+    for place, base in places:
+        for sessions in (100, 1000):
+            for delay in (0.0, 0.05):
+                r = throughput(sessions, args.cap, delay, base)
+                print(
+                    f"{place:<18}{sessions:>9}{delay * 1000:>11.0f}ms{r['turns_per_s']:>10.1f}"
+                    f"{r['elapsed_s']:>9.2f}{r['peak_rss_mb']:>13.1f}{r['rss_growth_mb']:>11.1f}"
+                )
 
 
 if __name__ == "__main__":
