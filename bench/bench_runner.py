@@ -262,6 +262,20 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def interpreter() -> str:
+    """Which Python runs the bench: a CPython whose core is a shared libpython (as pyenv and
+    a plain `--enable-shared` build make it) runs this bench markedly slower than a static,
+    PGO+LTO one (Debian's /usr/bin/python3, the python.org Docker images)."""
+    shared = False
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            shared = any("libpython" in line for line in maps)
+    except OSError:
+        pass
+    core = "shared libpython" if shared else "static core"
+    return f"Python {sys.version.split()[0]} ({sys.executable}, {core})"
+
+
 def memory_dir() -> str | None:
     """A RAM-backed directory (tmpfs) for session files, or None where there is none."""
     for mount in _mounts():
@@ -437,7 +451,7 @@ def main() -> None:
                 runs.setdefault((label, place), []).append(r)
     print(
         f"runner overhead per turn ({args.turns} turns each; ms; the median of {args.runs} runs,"
-        " over p99 also min-max)"
+        f" over p99 also min-max) on {interpreter()}"
     )
     header = (
         f"{'scenario (session files in)':<46}{'total':>7}{'model':>7}{'fsync':>7}{'#fsync':>7}"
