@@ -263,9 +263,10 @@ def pct(values: list[float], q: float) -> float:
 
 
 def interpreter() -> str:
-    """Which Python runs the bench: a CPython whose core is a shared libpython (as pyenv and
-    a plain `--enable-shared` build make it) runs this bench markedly slower than a static,
-    PGO+LTO one (Debian's /usr/bin/python3, the python.org Docker images)."""
+    """Which Python runs the bench, and whether its core is a shared libpython. The build
+    matters: on the machine these figures were taken on, pyenv's CPython (a shared libpython,
+    configured without `--enable-optimizations`) ran this bench about a quarter slower than
+    Debian's /usr/bin/python3 (a static core, built with PGO and LTO)."""
     shared = False
     try:
         with open("/proc/self/maps", encoding="utf-8") as maps:
