@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 
 from clawpi.session import SessionManager, repair_session_file
 from clawpi.session.repair import STREAM_ERROR_FALLBACK_TEXT
@@ -78,3 +79,26 @@ def test_line_with_lone_surrogate_escape_is_kept(tmp_path: Path) -> None:
     assert file.read_bytes() == HEADER + b"\n" + odd + b"\n"
     sm = SessionManager.open(file)
     assert sm.get_entries()[0]["message"]["content"] == "\ud800 half"
+
+
+@pytest.mark.parametrize(
+    "damaged", [b'"versiom":3', b'"version":1', b'"version":"3"'], ids=["key", "one", "string"]
+)
+def test_a_header_damaged_in_its_version_keeps_every_id_and_branch(
+    damaged: bytes, tmp_path: Path
+) -> None:
+    """v1 files carry no entry ids: entries that do are never renumbered by the v1 migration,
+    even when one flipped bit in the header makes it look like v1 (a hypothesis case)."""
+    other = ASSISTANT.replace(b'"id":"a2"', b'"id":"a3"').replace(b'"yo"', b'"other"')
+    file = tmp_path / "s.jsonl"
+    file.write_bytes(b"\n".join([HEADER.replace(b'"version":3', damaged), USER, ASSISTANT, other]))
+    sm = SessionManager.open(file)
+    entries = sm.get_entries()
+    assert [(e["id"], e["parentId"]) for e in entries] == [
+        ("a1", None),
+        ("a2", "a1"),
+        ("a3", "a1"),
+    ]
+    assert sm.get_leaf_id() == "a3"
+    reopened = SessionManager.open(file)
+    assert reopened.get_entries() == entries

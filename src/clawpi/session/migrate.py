@@ -12,12 +12,25 @@ from clawpi.session.entries import CURRENT_SESSION_VERSION, Entry, generate_id
 
 
 def file_version(entries: list[Entry]) -> int:
-    """The header's version; a file without one is v1."""
+    """The header's version; a file without one is v1.
+
+    v1 entries carry no ids, so a file whose entries do was written by v2 or later, whatever
+    its header says: a header damaged in its `version` (one flipped bit turns `"version":3`
+    into `"versiom":3` or `"version":1`) must not send it through the v1 migration, which
+    would give every entry a new id and flatten its tree into one chain.
+    """
+    version = 1
     for entry in entries:
         if entry.get("type") == "session":
-            version = entry.get("version")
-            return version if isinstance(version, int) and not isinstance(version, bool) else 1
-    return 1
+            value = entry.get("version")
+            if isinstance(value, int) and not isinstance(value, bool):
+                version = value
+            break
+    if version < 2 and any(
+        isinstance(entry.get("id"), str) for entry in entries if entry.get("type") != "session"
+    ):
+        return 2
+    return version
 
 
 def needs_migration(entries: list[Entry]) -> bool:
