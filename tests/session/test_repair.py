@@ -102,3 +102,16 @@ def test_a_header_damaged_in_its_version_keeps_every_id_and_branch(
     assert sm.get_leaf_id() == "a3"
     reopened = SessionManager.open(file)
     assert reopened.get_entries() == entries
+
+
+def test_a_header_written_again_mid_file_is_not_an_entry(tmp_path: Path) -> None:
+    """pi appends its whole in-memory list, header included, when a file it opened had no
+    assistant message yet: the second header is set aside, the file is left as it is."""
+    file = tmp_path / "s.jsonl"
+    original = b"\n".join([HEADER, USER, HEADER, USER, ASSISTANT]) + b"\n"
+    file.write_bytes(original)
+    sm = SessionManager.open(file)
+    assert all(entry["type"] != "session" for entry in sm.get_entries())
+    assert sm.get_header()["id"] == "s1"
+    assert sm.get_leaf_id() == "a2"
+    assert file.read_bytes() == original
