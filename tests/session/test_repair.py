@@ -115,3 +115,16 @@ def test_a_header_written_again_mid_file_is_not_an_entry(tmp_path: Path) -> None
     assert sm.get_header()["id"] == "s1"
     assert sm.get_leaf_id() == "a2"
     assert file.read_bytes() == original
+
+
+def test_numbers_beyond_a_double_are_kept_and_bare_nan_is_dropped(tmp_path: Path) -> None:
+    """As `JSON.parse` reads them: `1e999` is a number (Infinity), `NaN` is no JSON at all."""
+    huge = USER.replace(b'"timestamp":1}', b'"timestamp":1e999}')
+    nan = USER.replace(b'"id":"a1"', b'"id":"a9"').replace(b'"timestamp":1}', b'"timestamp":NaN}')
+    file = tmp_path / "s.jsonl"
+    file.write_bytes(b"\n".join([HEADER, huge, nan]) + b"\n")
+    sm = SessionManager.open(file)
+    assert sm.repair_report is not None and sm.repair_report.dropped_lines == 1
+    assert [e["id"] for e in sm.get_entries()] == ["a1"]
+    assert sm.get_entries()[0]["message"]["timestamp"] == float("inf")
+    assert file.read_bytes() == HEADER + b"\n" + huge + b"\n"

@@ -1,6 +1,8 @@
 """JSON for session lines: orjson, with the standard library as the fallback for the rare
-line orjson refuses (a lone UTF-16 surrogate escape, an integer beyond 64 bits) so that such
-a line is kept instead of being treated as corrupt."""
+line orjson refuses (a lone UTF-16 surrogate escape, an integer beyond 64 bits, a number beyond
+a double's range) so that such a line is kept instead of being treated as corrupt, as
+`JSON.parse` keeps it. `NaN` and `Infinity` written as bare words are not JSON, and pi skips
+a line holding them: so does the fallback."""
 
 from __future__ import annotations
 
@@ -15,7 +17,11 @@ def loads_line(line: bytes) -> Any:
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
-        return json.loads(line)
+        return json.loads(line, parse_constant=_not_json)
+
+
+def _not_json(word: str) -> Any:
+    raise ValueError(f"{word} is not a JSON value")
 
 
 def dumps_entry(entry: Any) -> bytes:
