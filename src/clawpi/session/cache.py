@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+from clawpi.ai.bounded import remember
 from clawpi.session.store import SessionManager
 
 DEFAULT_CACHE_TTL_MS: Final = 45_000
@@ -109,10 +110,8 @@ class SessionManagerCache:
         if ttl <= 0:
             return
         with self._lock:
-            self._entries.pop(key, None)
-            self._entries[key] = (manager, now)
-            while len(self._entries) > self._max_entries:
-                del self._entries[next(iter(self._entries))]
+            self._entries.pop(key, None)  # re-inserted last: the most recently used
+            remember(self._entries, key, (manager, now), self._max_entries)
 
     def invalidate(self, path: str | os.PathLike[str]) -> None:
         with self._lock:
