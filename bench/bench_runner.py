@@ -385,35 +385,25 @@ async def throughput_child(
     }
 
 
-def child(kind: str, turns: int, base: str | None) -> Any:
-    """Run one measurement in a process of its own (no caches or heap from another) and
-    return what it printed as JSON."""
-    command = [sys.executable, __file__, "--child", kind, "--turns", str(turns)]
-    completed = subprocess.run(
-        command + (["--dir", base] if base else []), capture_output=True, text=True, check=True
-    )
+def _child(*args: str, fresh_rss: bool = False) -> Any:
+    """Run this script with `args` in a process of its own (no caches or heap from another)
+    and return the JSON it printed last. Linux carries a process's peak RSS across exec, so
+    a child exec'd straight from this (large) process would report our peak: with
+    `fresh_rss`, a small shell forks it, and it starts afresh."""
+    command = [sys.executable, __file__, *args]
+    if fresh_rss:
+        command = ["sh", "-c", '"$@" & wait $!', "sh", *command]
+    completed = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+def child(kind: str, turns: int, base: str | None) -> Any:
+    return _child("--child", kind, "--turns", str(turns), *(["--dir", base] if base else []))
+
+
 def throughput(sessions: int, cap: int, delay_s: float, base: str | None) -> dict[str, float]:
-    # Linux carries a process's peak RSS across exec, so a child exec'd straight from this
-    # (large) process would report our peak. A child forked by a small shell starts afresh.
-    completed = subprocess.run(
-        [
-            "sh",
-            "-c",
-            '"$@" & wait $!',
-            "sh",
-            sys.executable,
-            __file__,
-            "--child",
-            json.dumps({"sessions": sessions, "cap": cap, "delay": delay_s, "dir": base}),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    result: dict[str, float] = json.loads(completed.stdout.strip().splitlines()[-1])
+    spec = {"sessions": sessions, "cap": cap, "delay": delay_s, "dir": base}
+    result: dict[str, float] = _child("--child", json.dumps(spec), fresh_rss=True)
     return result
 
 
