@@ -66,8 +66,14 @@ class SessionLock(Protocol):
 
 def lock_path_for(session_file: str | os.PathLike[str]) -> Path:
     """`<real dir>/<name>.lock`: symlinked paths to one session share one lock."""
+    return Path(_lock_key(session_file))
+
+
+def _lock_key(session_file: str | os.PathLike[str]) -> str:
+    """`lock_path_for` as a string, which is what the lock itself works with: a new session's
+    first append would otherwise build and print a `Path` it never needs."""
     directory, name = os.path.split(os.path.abspath(session_file))
-    return Path(real_directory(directory), f"{name}.lock")
+    return os.path.join(real_directory(directory), name + ".lock")
 
 
 def read_lock_owner(lock_path: str | os.PathLike[str]) -> dict[str, object] | None:
@@ -324,12 +330,16 @@ class FileSessionLock:
     def __init__(
         self, session_file: str | os.PathLike[str], timeout: float = LOCK_TIMEOUT_S
     ) -> None:
-        self.lock_path = lock_path_for(session_file)
+        self._key = _lock_key(session_file)
         self.timeout = timeout
-        self._key = str(self.lock_path)
         self._spare: list[_LockFile] = []
         self._generation = _fork_generation
         weakref.finalize(self, _park_spares, self._key, self._spare, self._generation)
+
+    @property
+    def lock_path(self) -> Path:
+        """`<real dir>/<name>.lock` (see `lock_path_for`)."""
+        return Path(self._key)
 
     @property
     def is_held(self) -> bool:
