@@ -20,7 +20,8 @@ LOCK_TIMEOUT_S = 10
 def read_json_object(path: Path) -> dict[str, Any]:
     """The file's JSON object, `{}` when the file does not exist."""
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as handle:  # `Path.read_bytes` adds pathlib's layers per read
+            raw = handle.read()
     except FileNotFoundError:
         return {}
     if not raw.strip():

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from operator import methodcaller
 from pathlib import Path
@@ -25,6 +24,7 @@ from clawpi.session.entries import (
     generate_id,
     is_assistant_entry,
     now_iso,
+    random_uuid,
 )
 from clawpi.session.listing import SessionInfo, find_most_recent_session, list_session_dir
 from clawpi.session.loader import (
@@ -124,7 +124,7 @@ class SessionManager(SessionTree):
         repair: bool = True,
     ) -> SessionManager:
         """Open any pi v1/v2/v3 file (repaired and migrated as needed); cwd from its header."""
-        file = Path(os.path.abspath(path))
+        file = _absolute(path)
         directory = Path(session_dir) if session_dir is not None else file.parent
         manager = cls(os.getcwd(), directory, file, True, fsync=fsync, repair=repair)
         cwd = manager._header.get("cwd")
@@ -172,7 +172,7 @@ class SessionManager(SessionTree):
         migrate_entries(source.lines)
         directory = _resolve_dir(str(target_cwd), session_dir, agent_id, pi_agent_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        session_id = str(uuid.uuid4())
+        session_id = random_uuid()
         timestamp = now_iso()
         target = directory / session_file_name(timestamp, session_id)
         header = {
@@ -207,7 +207,7 @@ class SessionManager(SessionTree):
         return self._begin(id, parent_session, None)
 
     def _begin(self, id: str | None, parent_session: str | None, file: Path | None) -> Path | None:
-        self.session_id = id or str(uuid.uuid4())
+        self.session_id = id or random_uuid()
         timestamp = now_iso()
         header: Entry = {
             "type": "session",
@@ -233,7 +233,7 @@ class SessionManager(SessionTree):
     def set_session_file(self, path: str | os.PathLike[str]) -> None:
         """Load `path` (repairing or migrating it first when needed), or start it if missing."""
         with gc_paused() as pause:  # every object built here lives as long as the session
-            self._set_session_file(Path(os.path.abspath(path)))
+            self._set_session_file(_absolute(path))
             pause.promote = len(self._entries) >= PROMOTE_MIN_ENTRIES
 
     def _set_session_file(self, file: Path) -> None:
@@ -559,6 +559,15 @@ def _serialize(entries: Sequence[Entry]) -> bytes:
     return b"".join([dumps_line(entry) for entry in entries])
 
 
+def _absolute(path: str | os.PathLike[str]) -> Path:
+    """`path` made absolute and normal, as a `Path`: the caller's own when it already is one
+    (a new session would otherwise parse and print its path twice more)."""
+    absolute = os.path.abspath(path)
+    if isinstance(path, Path) and str(path) == absolute:
+        return path
+    return Path(absolute)
+
+
 def _resolve_dir(
     cwd: str,
     session_dir: str | os.PathLike[str] | None,
@@ -566,5 +575,5 @@ def _resolve_dir(
     pi_agent_dir: str | os.PathLike[str] | None,
 ) -> Path:
     if session_dir is not None:
-        return Path(session_dir)
+        return session_dir if isinstance(session_dir, Path) else Path(session_dir)
     return default_session_dir(cwd, agent_id=agent_id, pi_agent=pi_agent_dir)
