@@ -147,7 +147,7 @@ def _is_error_payload(value: Any) -> bool:
 def parse_api_error_payload(raw: str | None) -> dict[str, Any] | None:
     """The provider's error object when `raw` is (an optionally prefixed) JSON error body."""
     trimmed = (raw or "").strip()
-    if not trimmed:
+    if not trimmed.endswith("}"):  # every candidate below is a stripped suffix of `trimmed`
         return None
     candidates = [trimmed]
     status = _STATUS_PREFIX.match(trimmed)
