@@ -314,3 +314,38 @@ def test_get_branch_follows_appends_branches_and_reloads(tmp_path: Path) -> None
     assert sm.session_file is not None
     reopened = SessionManager.open(sm.session_file)
     assert [e["id"] for e in reopened.get_branch()] == [e["id"] for e in sm.get_branch()]
+
+
+def test_ids_do_not_follow_an_application_seeding_random(tmp_path: Path) -> None:
+    """Two processes that both call `random.seed(0)` must still name their sessions apart."""
+    import random
+
+    random.seed(0)
+    first = SessionManager.create("/proj", tmp_path)
+    first.append_message(_user())
+    random.seed(0)
+    second = SessionManager.create("/proj", tmp_path)
+    second.append_message(_user())
+    assert first.get_session_id() != second.get_session_id()
+    assert first.get_leaf_id() != second.get_leaf_id()
+    version = first.get_session_id().split("-")[2][0]
+    assert version == "4"
+
+
+def test_a_forked_child_draws_other_ids_than_its_parent(tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its first session id and exit
+        try:
+            os.close(read_end)
+            os.write(write_end, SessionManager.create("/proj", tmp_path).get_session_id().encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        parent_id = SessionManager.create("/proj", tmp_path).get_session_id()
+        with os.fdopen(read_end, "rb") as pipe:
+            child_id = pipe.read().decode()
+    finally:
+        os.waitpid(pid, 0)
+    assert child_id and child_id != parent_id

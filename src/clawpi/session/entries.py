@@ -7,6 +7,7 @@ document the shapes; nothing is validated per entry on the hot path.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 import uuid
@@ -123,18 +124,26 @@ ENTRY_TYPES: frozenset[str] = frozenset(
 )
 
 
-def generate_id(taken: Container[str]) -> str:
-    """8 random hex chars, redrawn on collision (pi's id scheme).
+_ids = random.Random()
+"""The source of entry and session ids: they need to be unlikely to collide, not unguessable,
+and a system call for each (`os.urandom`) costs more than the rest of an append's Python. A
+generator of our own, seeded by the OS, so an application seeding `random` for its own ends
+cannot make two processes draw the same ids; reseeded in a forked child for the same reason."""
+os.register_at_fork(after_in_child=_ids.seed)
 
-    Drawn from the `random` module (reseeded in forked children) rather than `os.urandom`:
-    ids need to be unlikely to collide, not unguessable, and a system call before each
-    durable append costs more than the rest of its Python.
-    """
+
+def generate_id(taken: Container[str]) -> str:
+    """8 random hex chars, redrawn on collision (pi's id scheme)."""
     for _ in range(_ID_ATTEMPTS):
-        candidate = f"{random.getrandbits(32):08x}"
+        candidate = f"{_ids.getrandbits(32):08x}"
         if candidate not in taken:
             return candidate
-    return str(uuid.uuid4())
+    return random_uuid()
+
+
+def random_uuid() -> str:
+    """A version 4 UUID string (what pi's `randomUUID()` gives) from `_ids`."""
+    return str(uuid.UUID(int=_ids.getrandbits(128), version=4))
 
 
 def now_iso() -> str:
