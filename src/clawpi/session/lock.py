@@ -64,14 +64,9 @@ class SessionLock(Protocol):
     ) -> None: ...
 
 
-def lock_path_for(session_file: str | os.PathLike[str]) -> Path:
-    """`<real dir>/<name>.lock`: symlinked paths to one session share one lock."""
-    return Path(_lock_key(session_file))
-
-
 def _lock_key(session_file: str | os.PathLike[str]) -> str:
-    """`lock_path_for` as a string, which is what the lock itself works with: a new session's
-    first append would otherwise build and print a `Path` it never needs."""
+    """`<real dir>/<name>.lock`: symlinked paths to one session share one lock. A string, which
+    is what the lock works with: a new session's first append need not build a `Path`."""
     directory, name = os.path.split(os.path.abspath(session_file))
     return os.path.join(real_directory(directory), name + ".lock")
 
@@ -338,7 +333,7 @@ class FileSessionLock:
 
     @property
     def lock_path(self) -> Path:
-        """`<real dir>/<name>.lock` (see `lock_path_for`)."""
+        """The lock file: `<real dir of the session file>/<its name>.lock`."""
         return Path(self._key)
 
     @property
