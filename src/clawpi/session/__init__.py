@@ -1,6 +1,7 @@
 """Session files in pi's v3 JSONL format: the tree, its context, and the layers that keep it
 safe on disk (repair, write lock, tool-result guard, open-manager cache)."""
 
+from clawpi.session.background_sync import FsyncMode, background_fsync
 from clawpi.session.cache import SessionManagerCache, prewarm_session_file
 from clawpi.session.context import SessionContext, build_session_context, convert_to_llm
 from clawpi.session.entries import CURRENT_SESSION_VERSION, Entry, SessionHeader
@@ -17,6 +18,7 @@ __all__ = [
     "CURRENT_SESSION_VERSION",
     "Entry",
     "FileSessionLock",
+    "FsyncMode",
     "RepairReport",
     "SessionContext",
     "SessionError",
@@ -30,6 +32,7 @@ __all__ = [
     "ToolResultGuard",
     "TreeNode",
     "agent_sessions_dir",
+    "background_fsync",
     "build_session_context",
     "cap_tool_result_size",
     "convert_to_llm",

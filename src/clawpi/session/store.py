@@ -1,7 +1,8 @@
 """`SessionManager`: a pi v3 session file as an append-only tree of entries.
 
 Each `append_*` makes a child of the current leaf, moves the leaf to it and writes one line
-(one write call, under the file lock, fsynced unless `fsync=False`). As in pi, nothing is written
+(one write call, under the file lock, fsynced unless `fsync=False`; `fsync="background"` leaves
+the fsync to a worker thread, see `background_sync`). As in pi, nothing is written
 until the session has an assistant message; then everything not yet on disk is written at once,
 and never twice (pi re-appends the header and old lines when it reopens a file without an
 assistant message; clawpi tracks what is already on disk). Opening a damaged file repairs it
@@ -17,6 +18,7 @@ from operator import methodcaller
 from pathlib import Path
 from typing import Any, Protocol
 
+from clawpi.session.background_sync import FsyncMode
 from clawpi.session.codec import dumps_line
 from clawpi.session.entries import (
     CURRENT_SESSION_VERSION,
@@ -70,14 +72,14 @@ class SessionManager(SessionTree):
         session_file: str | os.PathLike[str] | None,
         persist: bool,
         *,
-        fsync: bool = True,
+        fsync: FsyncMode = True,
         repair: bool = True,
         lock_factory: Callable[[Path], SessionLock] = FileSessionLock,
     ) -> None:
         self.cwd = cwd
         self.session_dir = session_dir
         self.persist = persist
-        self.fsync = fsync
+        self._fsync = fsync
         self.repair = repair
         self.repair_report: RepairReport | None = None
         self.session_id = ""
@@ -95,6 +97,17 @@ class SessionManager(SessionTree):
         else:
             self.new_session()
 
+    @property
+    def fsync(self) -> FsyncMode:
+        """How appends are made durable (see `FsyncMode`); may change between appends."""
+        return self._fsync
+
+    @fsync.setter
+    def fsync(self, mode: FsyncMode) -> None:
+        self._fsync = mode
+        if self._writer is not None:
+            self._writer.fsync = mode
+
     # -- construction -------------------------------------------------------------------------
 
     @classmethod
@@ -105,7 +118,7 @@ class SessionManager(SessionTree):
         *,
         agent_id: str = DEFAULT_AGENT_ID,
         pi_agent_dir: str | os.PathLike[str] | None = None,
-        fsync: bool = True,
+        fsync: FsyncMode = True,
         session_file: str | os.PathLike[str] | None = None,
     ) -> SessionManager:
         """A new session; its file (`session_file`, else a timestamped name in the session
@@ -120,7 +133,7 @@ class SessionManager(SessionTree):
         path: str | os.PathLike[str],
         session_dir: str | os.PathLike[str] | None = None,
         *,
-        fsync: bool = True,
+        fsync: FsyncMode = True,
         repair: bool = True,
     ) -> SessionManager:
         """Open any pi v1/v2/v3 file (repaired and migrated as needed); cwd from its header."""
@@ -140,7 +153,7 @@ class SessionManager(SessionTree):
         *,
         agent_id: str = DEFAULT_AGENT_ID,
         pi_agent_dir: str | os.PathLike[str] | None = None,
-        fsync: bool = True,
+        fsync: FsyncMode = True,
     ) -> SessionManager:
         """The most recently modified valid session in the directory, or a new one."""
         directory = _resolve_dir(str(cwd), session_dir, agent_id, pi_agent_dir)
@@ -161,7 +174,7 @@ class SessionManager(SessionTree):
         *,
         agent_id: str = DEFAULT_AGENT_ID,
         pi_agent_dir: str | os.PathLike[str] | None = None,
-        fsync: bool = True,
+        fsync: FsyncMode = True,
     ) -> SessionManager:
         """A new session in `target_cwd` holding a copy of every entry of `source_path`."""
         source = read_session_file(source_path)
@@ -246,7 +259,9 @@ class SessionManager(SessionTree):
             return
         self._use_file(file)
         if self.persist and self.repair and parsed.damaged and parsed.header is not None:
-            self.repair_report = repair_session_file(file, lock=self._lock(), fsync=self.fsync)
+            self.repair_report = repair_session_file(
+                file, lock=self._lock(), fsync=bool(self.fsync)
+            )
             parsed = read_session_file(file)
         if parsed.header is None:
             self._start_over(file, parsed)
@@ -262,7 +277,9 @@ class SessionManager(SessionTree):
                 parsed = read_session_file(file)
         if not self._load(parsed) and self.persist and self.repair:
             # a line held JSON that is not an object: repair drops it (with a backup)
-            self.repair_report = repair_session_file(file, lock=self._lock(), fsync=self.fsync)
+            self.repair_report = repair_session_file(
+                file, lock=self._lock(), fsync=bool(self.fsync)
+            )
             self._load(read_session_file(file))
 
     def _start_over(self, file: Path, parsed: ParsedFile) -> None:

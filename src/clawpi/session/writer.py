@@ -1,4 +1,5 @@
-"""Appending lines to a session file: one write per call, under the lock, fsynced by default.
+"""Appending lines to a session file: one write per call, under the lock, fsynced by default
+(or in the background, see `background_sync`).
 
 The file stays open between appends (reopened if the path now names another file). The writer
 remembers the size and inode the file had after its own last write. Under the lock it
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from clawpi.session.background_sync import FsyncMode, background_fsync
 from clawpi.session.lock import FileSessionLock, SessionLock
 
 
@@ -36,11 +38,11 @@ class SessionWriter:
         self,
         path: Path,
         *,
-        fsync: bool = True,
+        fsync: FsyncMode = True,
         lock_factory: Callable[[Path], SessionLock] = FileSessionLock,
     ) -> None:
         self.path = path
-        self.fsync = fsync
+        self.fsync: FsyncMode = fsync
         self._lock_factory = lock_factory
         self._lock: SessionLock | None = None
         self.size: int | None = None
@@ -88,8 +90,10 @@ class SessionWriter:
             self.ends_with_newline = True
         finally:
             lock.release()
-        if self.fsync:
+        if self.fsync is True:
             os.fsync(fd)
+        elif self.fsync == "background":
+            background_fsync.submit(fd, (stat.st_dev, stat.st_ino))
 
     def _reopen(self) -> tuple[int, os.stat_result]:
         """A descriptor of the file now at `path` (created if missing), kept open."""
@@ -128,7 +132,7 @@ class SessionWriter:
 
         with self.lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(self.path, content, fsync=self.fsync)
+            write_atomically(self.path, content, fsync=bool(self.fsync))  # rare: never deferred
             stat = self.path.stat()
             self.size, self.inode = stat.st_size, stat.st_ino
             self.ends_with_newline = True
