@@ -55,7 +55,7 @@ from clawpi.runner.turn_validation import validate_replay_turns
 from clawpi.runner.workspace import workspace_cwd
 from clawpi.sdk import AgentSession, AuthStorage, ModelRegistry, ResourceLoader, SettingsManager
 from clawpi.sdk.factory import create_agent_session
-from clawpi.session import SessionManager, SessionManagerCache
+from clawpi.session import FsyncMode, SessionManager, SessionManagerCache
 from clawpi.session.guard import install_tool_result_guard
 from clawpi.tools.process_registry import run_scope
 
@@ -88,6 +88,7 @@ class AttemptParams:
     sandbox: bool = False
     trigger: str | None = None
     prompt_mode: str = "full"
+    session_fsync: FsyncMode = True
     reasoning_mode: str = "off"
     verbose_level: str = "off"
     tool_result_format: str = "markdown"
@@ -153,15 +154,16 @@ _busy: set[int] = set()
 """Managers an attempt is using now: a run on the same file meanwhile opens its own."""
 
 
-def _open_session(path: Path, workspace: Path) -> SessionManager:
+def _open_session(path: Path, workspace: Path, fsync: FsyncMode) -> SessionManager:
     """The session's manager: the one the last turn left open when the file is as it left it
     (no re-parse of the whole history on every message), else the file opened anew."""
     if os.path.exists(path):
         manager = _managers.get(path)
         if id(manager) in _busy:
-            manager = SessionManager.open(path)
+            manager = SessionManager.open(path, fsync=fsync)
+        manager.fsync = fsync  # this run's setting, whichever run opened the manager
     else:
-        manager = SessionManager.create(workspace, path.parent, session_file=path)
+        manager = SessionManager.create(workspace, path.parent, fsync=fsync, session_file=path)
         _managers.put(path, manager)  # a new chat's next message need not read its file back
     _busy.add(id(manager))
     return manager
@@ -308,7 +310,7 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
         try:
             loader = _resource_loader(params.workspace_dir, params.agent_dir)
             restore_env = apply_skill_env_overrides(loader.skills, params.config)
-            manager = _open_session(params.session_file, params.workspace_dir)
+            manager = _open_session(params.session_file, params.workspace_dir, params.session_fsync)
             branch_past_orphaned_user_message(manager)
 
             pending: list[PendingToolCall] = []

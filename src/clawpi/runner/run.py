@@ -92,6 +92,7 @@ from clawpi.runner.truncation import (
 from clawpi.sdk import AuthStorage, ModelRegistry
 from clawpi.sdk.compaction import estimate_context_tokens
 from clawpi.sdk.paths import agent_dir as default_agent_dir
+from clawpi.session.background_sync import FsyncMode
 from clawpi.session.paths import as_path
 
 MAX_OVERFLOW_COMPACTIONS = 3
@@ -232,8 +233,13 @@ async def run_embedded_agent(
     prompt_mode: str = "full",
     run_queue: RunQueue | None = None,
     overload_backoff: BackoffPolicy = OVERLOAD_BACKOFF,
+    session_fsync: FsyncMode = True,
 ) -> EmbeddedRunResult:
     """Run one inbound message to completion; always returns something a user can be shown.
+
+    `session_fsync` is the session file's durability: each entry fsynced before the run goes
+    on (the default), `"background"` fsynced by a worker thread so a slow disk does not stall
+    the event loop (an OS crash may then lose the newest entries), or False.
 
     Raises `FailoverError` only when every configured model failed for failover reasons,
     `ConfigError` for configuration mistakes, and cancellation when `abort_signal` fired while
@@ -279,6 +285,7 @@ async def run_embedded_agent(
             "sandbox": sandbox,
             "trigger": trigger,
             "prompt_mode": prompt_mode,
+            "session_fsync": session_fsync,
         },
     )
     primary_provider, primary_model = configured_primary(cfg)
