@@ -169,15 +169,9 @@ async def run_turn(args: dict[str, Any]) -> str:
     return result.payloads[0].text or ""
 
 
-async def one_turn(
-    root: Path,
-    config: dict[str, Any],
-    name: str,
-    prompt: str,
-    queue: CommandQueue,
-    fsync: FsyncMode = True,
-) -> str:
-    return await run_turn(turn_args(root, config, name, prompt, queue, fsync))
+async def one_turn(*args: Any) -> str:
+    """`run_turn` with `turn_args(*args)`."""
+    return await run_turn(turn_args(*args))
 
 
 PHASES = (

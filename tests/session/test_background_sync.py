@@ -13,25 +13,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
 import clawpi.session.background_sync as sync_module
 from clawpi.session import SessionManager, background_fsync
-
-
-def _assistant(text: str) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "x",
-        "provider": "p",
-        "model": "m",
-        "stopReason": "stop",
-        "timestamp": 2,
-    }
+from tests.session.test_store import _assistant
 
 
 def _texts(path: Path) -> list[str]:
