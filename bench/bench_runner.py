@@ -522,7 +522,7 @@ def main() -> None:
         values = "".join(f"{r['phases'][label] * 1000:>10.2f}" for _, r in reports)
         print(f"  {label:<34}{values}")
     print()
-    print(f"throughput, one turn per session, global cap {args.cap}")
+    print(f"throughput, all turns submitted at once, global cap {args.cap}")
     header = (
         f"{'session files in':<34}{'sessions':>9}{'turns each':>14}{'model delay':>13}"
         f"{'turns/s':>10}{'wall s':>9}{'peak RSS MB':>13}{'growth MB':>11}"
