@@ -33,13 +33,13 @@ import binascii
 import dataclasses
 import hashlib
 import re
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
 
+from clawpi.ai.prefix_memo import PrefixMemo
 from clawpi.ai.types import empty_usage
 from clawpi.runner.images import ImageLimits, image_block_within_limits, sanitize_image_block
 from clawpi.runner.transcript_policy import (
@@ -939,39 +939,21 @@ class HistoryNeeds:
     details: bool = False
     usage: bool = False
 
-    def merge(self, other: HistoryNeeds) -> None:
+    def merged(self, other: HistoryNeeds) -> HistoryNeeds:
+        """A new set of needs: these and `other`'s."""
+        both = dataclasses.replace(self)
         for name in HistoryNeeds.__slots__:
             if getattr(other, name):
-                setattr(self, name, True)
-
-
-_session_scans: weakref.WeakKeyDictionary[SessionManager, tuple[list[Msg], HistoryNeeds]] = (
-    weakref.WeakKeyDictionary()
-)
+                setattr(both, name, True)
+        return both
 
 
 def scan_session_history(
     messages: Sequence[Msg], session_manager: SessionManager | None
 ) -> HistoryNeeds:
-    """`scan_history`, remembering the last history scanned for the session: a new turn's
-    history is the last one plus a few messages, and only those are scanned. History messages
-    are never changed in place (every step copies), so a prefix equal to the last history
-    (the same objects, in the common case) has the same needs."""
-    if session_manager is None:
-        return scan_history(messages)
-    seen = _session_scans.get(session_manager)
-    if seen is not None:
-        previous, needs = seen
-        count = len(previous)
-        if len(messages) >= count and list(messages[:count]) == previous:
-            needs = dataclasses.replace(needs)
-            needs.merge(scan_history(messages[count:]))
-        else:
-            needs = scan_history(messages)
-    else:
-        needs = scan_history(messages)
-    _session_scans[session_manager] = (list(messages), needs)
-    return needs
+    """`scan_history`, scanning only what the session's history gained since its last turn
+    (see `PrefixMemo`: history messages are never changed in place, every step copies)."""
+    return _session_scans(session_manager, messages)
 
 
 def scan_history(messages: Sequence[Msg]) -> HistoryNeeds:
@@ -1015,6 +997,9 @@ def scan_history(messages: Sequence[Msg]) -> HistoryNeeds:
             if "thought_signature" in block or "thoughtSignature" in block:
                 needs.signatures = True
     return needs
+
+
+_session_scans = PrefixMemo(scan_history, HistoryNeeds.merged)
 
 
 def sanitize_session_history(
