@@ -341,3 +341,28 @@ async def test_provider_payload_hook_rewrites_the_real_request(
     body = server.requests[0].json()
     assert body["user"] == "tenant-7"
     assert body["model"] == "local-model"
+
+
+async def test_a_custom_message_arriving_in_a_later_turn_is_still_converted(
+    make_session: SessionFactory,
+) -> None:
+    """The model-roles check reads only what a turn added: a plain history, then a custom
+    message, must still reach the model as a user message."""
+    turns = {"n": 0}
+
+    def extension(api: ExtensionAPI) -> None:
+        def inject(event: dict[str, Any], ctx: Any) -> dict[str, Any] | None:
+            turns["n"] += 1
+            if turns["n"] < 3:
+                return None
+            return {"message": {"customType": "memory", "content": "Recall: 42", "display": False}}
+
+        api.on("before_agent_start", inject)
+
+    faux = FauxProvider(["one", "two", "three"])
+    session = await make_session(faux.model, extensions=[extension])
+    for prompt in ("a", "b", "c"):
+        await session.prompt(prompt)
+    roles = [m["role"] for m in faux.requests[2]["messages"]]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "user"]
+    assert faux.requests[2]["messages"][-1]["content"] == [{"type": "text", "text": "Recall: 42"}]

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import operator
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from clawpi.agent.config import (
 )
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.models import Model, supports_xhigh
+from clawpi.ai.prefix_memo import PrefixMemo
 from clawpi.ai.types import THINKING_LEVELS, ImageContent, ThinkingLevel
 from clawpi.errors import ClawpiError
 from clawpi.sdk.compaction import (
@@ -39,9 +41,13 @@ from clawpi.sdk.session_compaction import SessionCompaction
 from clawpi.sdk.settings import SettingsManager
 from clawpi.sdk.system_prompt import build_system_prompt
 from clawpi.session import SessionManager
-from clawpi.session.context import convert_to_llm
+from clawpi.session.context import convert_to_llm, has_only_model_roles
 
 log = logging.getLogger(__name__)
+
+_model_roles_only = PrefixMemo(has_only_model_roles, operator.and_)
+"""Per session manager: a long session's history, model roles only until a turn adds another,
+is read again on each model call only for what is new (see `PrefixMemo`)."""
 
 SessionListener: TypeAlias = Callable[[dict[str, Any]], Awaitable[None] | None]
 
@@ -247,7 +253,8 @@ class AgentSession:
         )
 
     def _convert_to_llm(self, messages: list[Any]) -> list[Any]:
-        converted = convert_to_llm(messages)
+        plain = _model_roles_only(self.session_manager, messages)
+        converted = convert_to_llm(messages, model_roles_only=plain)
         if self.settings_manager.settings.images.block_images:
             converted = [_block_images(message) for message in converted]
         return converted

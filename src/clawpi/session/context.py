@@ -333,13 +333,26 @@ def _text_message(text: str, timestamp: Any) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
 
 
-def convert_to_llm(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """pi's `convertToLlm`: extra roles become user messages; unknown roles are left out."""
+def has_only_model_roles(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether every message is a user, assistant or tool result one: the usual chat, which
+    `convert_to_llm` passes through as it is. One pass in C."""
     try:
-        if _LLM_ROLES.issuperset(map(_ROLE, messages)):  # the usual chat: one pass in C
-            return list(messages)  # type: ignore[arg-type]
-    except KeyError:  # a message without a role: the slow path leaves it out
-        pass
+        return _LLM_ROLES.issuperset(map(_ROLE, messages))
+    except KeyError:  # a message without a role (left out by the conversion)
+        return False
+
+
+def convert_to_llm(
+    messages: Sequence[Mapping[str, Any]], *, model_roles_only: bool | None = None
+) -> list[dict[str, Any]]:
+    """pi's `convertToLlm`: extra roles become user messages; unknown roles are left out.
+
+    `model_roles_only`: what `has_only_model_roles(messages)` is, when the caller knows it.
+    """
+    if model_roles_only is None:
+        model_roles_only = has_only_model_roles(messages)
+    if model_roles_only:
+        return list(messages)  # type: ignore[arg-type]
     out: list[dict[str, Any]] = []
     append = out.append
     for message in messages:
