@@ -309,3 +309,59 @@ async def test_queued_abort_through_both_lanes() -> None:
     gate.set()
     assert await first == "a"
     assert queue.queue_size("session:k") == 0
+
+
+async def test_idle_session_lanes_are_let_go_and_configured_ones_kept() -> None:
+    """A gateway sees many sessions: their lanes must not pile up once idle."""
+    queue = CommandQueue()
+    tracker = Tracker()
+    config = {"agents": {"defaults": {"maxConcurrent": 4}}}
+    await asyncio.gather(
+        *(
+            enqueue_in_lanes(
+                f"s{i}", lambda i=i: tracker.task(f"s{i}", f"r{i}"), config=config, queue=queue
+            )
+            for i in range(200)
+        )
+    )
+    assert queue.lane_names() == ["main"]  # its cap was set: kept
+    assert queue.max_concurrent("main") == 4
+    gate = asyncio.Event()
+    busy = asyncio.create_task(queue.run("session:s1", lambda: tracker.task("s1", "x", gate)))
+    queued = asyncio.create_task(queue.run("session:s1", lambda: tracker.task("s1", "y")))
+    await asyncio.sleep(0)
+    assert "session:s1" in queue.lane_names()  # busy: kept, and still serial
+    gate.set()
+    assert [await busy, await queued] == ["x", "y"]
+    assert queue.lane_names() == ["main"]
+
+
+async def test_a_lane_emptied_by_abort_cancel_or_clear_is_let_go_and_works_again() -> None:
+    queue = CommandQueue()
+    tracker = Tracker()
+    for leave in ("abort", "cancel", "clear"):
+        gate = asyncio.Event()
+        first = asyncio.create_task(
+            queue.run("session:x", lambda gate=gate: tracker.task("x", "a", gate))
+        )
+        controller = AbortController()
+        second = asyncio.create_task(
+            queue.run("session:x", lambda: tracker.task("x", "b"), abort_signal=controller.signal)
+        )
+        await asyncio.sleep(0)
+        if leave == "abort":
+            controller.abort()
+        elif leave == "cancel":
+            second.cancel()
+        else:
+            assert queue.clear("session:x") == 1
+        with pytest.raises(
+            (CommandLaneAbortError, asyncio.CancelledError, CommandLaneClearedError)
+        ):
+            await second
+        assert queue.lane_names() == ["session:x"]  # the first still runs
+        gate.set()
+        assert await first == "a"
+        assert queue.lane_names() == []
+        assert await queue.run("session:x", lambda: tracker.task("x", "c")) == "c"
+        assert queue.lane_names() == []

@@ -86,6 +86,8 @@ class _Lane:
     waiting: deque[_Waiter] = field(default_factory=deque)
     active: set[int] = field(default_factory=set)
     generation: int = 0
+    configured: bool = False
+    """Its cap was set: kept when idle (a session's lane, made on demand, is not)."""
 
 
 def _resolve(
@@ -125,10 +127,20 @@ class CommandQueue:
     def set_max_concurrent(self, lane: str, max_concurrent: int) -> None:
         state = self._lane(resolve_global_lane(lane))
         state.max_concurrent = max(1, int(max_concurrent))
+        state.configured = True
         self._pump(state)
 
+    def lane_names(self) -> list[str]:
+        """The lanes known now: those with a cap set, and those with work queued or running.
+        A session's lane is let go once idle, so a gateway serving many sessions does not
+        keep one per session it has ever seen."""
+        return list(self._lanes)
+
     def max_concurrent(self, lane: str) -> int:
-        return self._lane(resolve_global_lane(lane)).max_concurrent
+        state = self._lanes.get(resolve_global_lane(lane))
+        return (
+            _Lane.max_concurrent if state is None else state.max_concurrent
+        )  # (asking makes none)
 
     def queue_size(self, lane: str) -> int:
         state = self._lanes.get(resolve_global_lane(lane))
@@ -248,7 +260,17 @@ class CommandQueue:
         if generation == state.generation:
             state.active.discard(token)
             self._pump(state)
+        self._forget_if_idle(state)
         self._notify()
+
+    def _forget_if_idle(self, state: _Lane) -> None:
+        """Drop an idle lane that has no settings (its next task makes it anew). A lane only
+        falls idle when its last task ends (a waiter waits only behind a running task), so
+        this runs on release. Whoever still holds the object (a task releasing late, after a
+        reset) changes only that object."""
+        idle = not (state.waiting or state.active or state.configured)
+        if idle and self._lanes.get(state.name) is state:
+            del self._lanes[state.name]
 
     def _notify(self) -> None:
         changes, self._changes = self._changes, []
@@ -288,10 +310,11 @@ class CommandQueue:
     def reset_all_lanes(self) -> None:
         """After an in-process restart: forget running tasks (their late completions no longer
         count against the cap) and start the queued ones."""
-        for state in self._lanes.values():
+        for state in list(self._lanes.values()):
             state.generation += 1
             state.active.clear()
             self._pump(state)
+            self._forget_if_idle(state)
         self._notify()
 
     async def wait_for_active_tasks(self, timeout_ms: int) -> bool:
