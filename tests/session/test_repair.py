@@ -128,3 +128,40 @@ def test_numbers_beyond_a_double_are_kept_and_bare_nan_is_dropped(tmp_path: Path
     assert [e["id"] for e in sm.get_entries()] == ["a1"]
     assert sm.get_entries()[0]["message"]["timestamp"] == float("inf")
     assert file.read_bytes() == HEADER + b"\n" + huge + b"\n"
+
+
+def test_a_raw_carriage_return_never_splits_a_line(tmp_path: Path) -> None:
+    """Lines end at "\\n" only, as pi splits them: a damaged line holding a raw CR before a
+    valid entry is one bad line (dropped by repair, as the loader sees it too), and a file
+    written with CRLF endings still loads whole."""
+    file = tmp_path / "s.jsonl"
+    damaged = b"\x80\r" + ASSISTANT  # the entry after the CR is not a line of its own
+    file.write_bytes(b"\n".join([HEADER, USER, damaged]) + b"\n")
+    sm = SessionManager.open(file)
+    assert sm.repair_report is not None and sm.repair_report.dropped_lines == 1
+    assert [e["id"] for e in sm.get_entries()] == ["a1"]
+    assert file.read_bytes() == HEADER + b"\n" + USER + b"\n"
+
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(b"\r\n".join([HEADER, USER, ASSISTANT]) + b"\r\n")
+    sm = SessionManager.open(crlf)
+    assert sm.repair_report is None
+    assert [e["id"] for e in sm.get_entries()] == ["a1", "a2"]
+
+
+def test_a_header_line_damaged_before_a_raw_carriage_return_sets_the_file_aside(
+    tmp_path: Path,
+) -> None:
+    """The case a 4,000-example run of the corruption property found: garbage and a CR put
+    before the header. The header line no longer parses, so there is no usable header: the
+    bytes go to a backup untouched and a fresh session starts (before, the loader split at the
+    CR, kept a header that repair did not see, and left the damaged line on disk)."""
+    file = tmp_path / "s.jsonl"
+    damaged = b"\x80\r" + HEADER + b"\n" + USER + b"\n"
+    file.write_bytes(damaged)
+    sm = SessionManager.open(file)
+    assert sm.get_entries() == []
+    assert [b.read_bytes() for b in tmp_path.glob("s.jsonl.bak-*")] == [damaged]
+    for line in file.read_bytes().split(b"\n"):
+        if line.strip():
+            assert orjson.loads(line)["type"] == "session"

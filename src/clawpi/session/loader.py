@@ -81,7 +81,11 @@ def parse_lines(data: bytes, result: ParsedFile, *, check_objects: bool = True) 
     With `check_objects=False` a line holding JSON that is not an object (`42`, `[]`) is kept
     in `lines`; the caller must check (the session loader does it in its indexing pass)."""
     loads = orjson.loads
-    lines = data.splitlines()  # JSON lines hold no raw CR, so this splits exactly at "\n"
+    # At "\n" only, as pi (and repair) split: a raw CR is never a line break, even in the
+    # damaged line of a corrupt file, where `bytes.splitlines` would find a line pi never sees.
+    lines = data.split(b"\n")
+    if not lines[-1]:
+        lines.pop()  # after the final newline
     with gc_paused():
         try:
             parsed = [loads(line) for line in lines]
