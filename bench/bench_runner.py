@@ -426,14 +426,8 @@ def child(kind: str, turns: int, base: str | None) -> Any:
 def throughput(
     sessions: int, cap: int, delay_s: float, base: str | None, fsync: FsyncMode, turns: int
 ) -> dict[str, float]:
-    spec = {
-        "sessions": sessions,
-        "cap": cap,
-        "delay": delay_s,
-        "dir": base,
-        "fsync": fsync,
-        "turns": turns,
-    }
+    spec = {"sessions": sessions, "cap": cap, "delay_s": delay_s, "base": base}
+    spec |= {"fsync": fsync, "turns": turns}  # throughput_child's own parameters
     result: dict[str, float] = _child("--child", json.dumps(spec), fresh_rss=True)
     return result
 
@@ -454,18 +448,7 @@ def main() -> None:
         print(json.dumps(asyncio.run(overhead(args.turns, args.dir))))
         return
     if args.child:
-        spec = json.loads(args.child)
-        outcome = asyncio.run(
-            throughput_child(
-                spec["sessions"],
-                spec["cap"],
-                spec["delay"],
-                spec.get("dir"),
-                spec["fsync"],
-                spec["turns"],
-            )
-        )
-        print(json.dumps(outcome))
+        print(json.dumps(asyncio.run(throughput_child(**json.loads(args.child)))))
         return
 
     disk = tempfile.gettempdir()

@@ -160,7 +160,7 @@ def _open_session(path: Path, workspace: Path, fsync: FsyncMode) -> SessionManag
     if os.path.exists(path):
         manager = _managers.get(path)
         if id(manager) in _busy:
-            manager = SessionManager.open(path, fsync=fsync)
+            manager = SessionManager.open(path)
         manager.fsync = fsync  # this run's setting, whichever run opened the manager
     else:
         manager = SessionManager.create(workspace, path.parent, fsync=fsync, session_file=path)

@@ -137,10 +137,8 @@ class CommandQueue:
         return list(self._lanes)
 
     def max_concurrent(self, lane: str) -> int:
-        state = self._lanes.get(resolve_global_lane(lane))
-        return (
-            _Lane.max_concurrent if state is None else state.max_concurrent
-        )  # (asking makes none)
+        state = self._lanes.get(resolve_global_lane(lane))  # asking makes no lane
+        return _Lane.max_concurrent if state is None else state.max_concurrent
 
     def queue_size(self, lane: str) -> int:
         state = self._lanes.get(resolve_global_lane(lane))

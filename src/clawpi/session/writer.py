@@ -90,10 +90,10 @@ class SessionWriter:
             self.ends_with_newline = True
         finally:
             lock.release()
-        if self.fsync is True:
-            os.fsync(fd)
-        elif self.fsync == "background":
+        if self.fsync == "background":
             background_fsync.submit(fd, (stat.st_dev, stat.st_ino))
+        elif self.fsync:
+            os.fsync(fd)
 
     def _reopen(self) -> tuple[int, os.stat_result]:
         """A descriptor of the file now at `path` (created if missing), kept open."""
