@@ -40,7 +40,7 @@ from clawpi.agent.events import AgentEvent, AgentMessage
 from clawpi.agent.loop import check_can_continue, run_agent_loop, run_agent_loop_continue
 from clawpi.agent.queue import MessageQueue
 from clawpi.agent.tool import AgentTool
-from clawpi.ai.abort import AbortController
+from clawpi.ai.abort import AbortController, AbortSignal
 from clawpi.ai.event_stream import empty_assistant_message
 from clawpi.ai.models import Model
 from clawpi.ai.stream import StreamOptions, stream
@@ -246,12 +246,13 @@ class Agent:
         if self.state.is_streaming:
             raise AgentBusyError()
 
-    def _loop_config(self) -> AgentLoopConfig:
+    def _loop_config(self, signal: AbortSignal) -> AgentLoopConfig:
         state = self.state
-        options = with_options(
+        options = with_options(  # the loop's own `signal=` then finds it set: no second copy
             self.stream_options,
             reasoning=None if state.thinking_level == "off" else state.thinking_level,
             session_id=self.session_id or self.stream_options.session_id,
+            signal=signal,
         )
         return AgentLoopConfig(
             model=state.model,
@@ -275,8 +276,10 @@ class Agent:
         state.is_streaming = True
         state.stream_message = None
         state.error = None
-        context = AgentContext(state.system_prompt, list(state.messages), list(state.tools))
-        config = self._loop_config()
+        # The loop copies both lists before its first await: a copy here would be a second one
+        # of the whole history on every run.
+        context = AgentContext(state.system_prompt, state.messages, state.tools)
+        config = self._loop_config(controller.signal)
         finished = False
         try:
             if prompts is None:
