@@ -101,8 +101,9 @@ def is_awaitable(value: object) -> bool:
 def with_options(options: StreamOptions, **changes: Any) -> StreamOptions:
     """`options` with `changes` applied, copying only when something actually changes."""
     for name, value in changes.items():
-        if getattr(options, name) is not value and getattr(options, name) != value:
-            return dataclasses.replace(options, **changes)
+        current = getattr(options, name)
+        if current is not value and current != value:
+            return options.replace(**changes)
     return options
 
 
