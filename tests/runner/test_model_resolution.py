@@ -6,6 +6,7 @@ import pytest
 
 from clawpi.errors import ConfigError
 from clawpi.runner.config import (
+    agent_defaults,
     configured_fallbacks,
     configured_primary,
     get_path,
@@ -123,6 +124,11 @@ def test_config_helpers(tmp_path: Path) -> None:
         == 0
     )
     assert get_path(CONFIG, "agents.defaults.missing.deep", 7) == 7
+    assert agent_defaults(CONFIG)["timeoutSeconds"] == 30
+    # Missing, null or mistyped levels read as no defaults, wherever the config goes wrong.
+    for broken in (None, {}, {"agents": None}, {"agents": "x"}, {"agents": {"defaults": [1]}}):
+        assert dict(agent_defaults(broken)) == {}
+        assert resolve_timeout_ms(broken or {}, None) == 600_000
     path = tmp_path / "openclaw.json"
     path.write_text('{"agents": {"defaults": {"timeoutSeconds": 9}}}')
     assert load_config(str(path))["agents"]["defaults"]["timeoutSeconds"] == 9

@@ -273,7 +273,7 @@ class EmbeddedSubscription:
         u = self._usage
         if not (u.input or u.output or u.cache_read or u.cache_write or u.total):
             return None
-        return dataclasses.replace(u)
+        return UsageTotals(u.input, u.output, u.cache_read, u.cache_write, u.total)
 
     def is_compacting(self) -> bool:
         return self._compaction_in_flight or self._pending_compaction_retry > 0

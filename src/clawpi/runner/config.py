@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -54,9 +55,14 @@ def get_path(config: Mapping[str, Any], dotted: str, default: Any = None) -> Any
     return current
 
 
-def agent_defaults(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = get_path(config, "agents.defaults", {})
-    return value if isinstance(value, Mapping) else {}
+_NO_DEFAULTS: Mapping[str, Any] = MappingProxyType({})
+
+
+def agent_defaults(config: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """`agents.defaults`: empty when missing or not an object. Read several times a run."""
+    agents = config.get("agents") if config else None
+    defaults = agents.get("defaults") if is_mapping(agents) else None
+    return defaults if is_mapping(defaults) else _NO_DEFAULTS
 
 
 def resolve_timeout_ms(config: Mapping[str, Any], timeout_ms: int | None) -> int:
@@ -81,7 +87,7 @@ def resolve_llm_idle_timeout_ms(config: Mapping[str, Any], trigger: str | None =
 
 def configured_fallbacks(config: Mapping[str, Any]) -> list[str]:
     model = agent_defaults(config).get("model")
-    if isinstance(model, Mapping):
+    if is_mapping(model):
         fallbacks = model.get("fallbacks")
         if isinstance(fallbacks, list):
             return [str(item) for item in fallbacks if isinstance(item, str) and item.strip()]
@@ -90,7 +96,7 @@ def configured_fallbacks(config: Mapping[str, Any]) -> list[str]:
 
 def configured_primary(config: Mapping[str, Any]) -> tuple[str, str]:
     model = agent_defaults(config).get("model")
-    primary = model.get("primary") if isinstance(model, Mapping) else model
+    primary = model.get("primary") if is_mapping(model) else model
     if isinstance(primary, str) and "/" in primary:
         provider, _, model_id = primary.partition("/")
         if provider.strip() and model_id.strip():

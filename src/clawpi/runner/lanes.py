@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from clawpi.ai.abort import AbortSignal
+from clawpi.runner.config import agent_defaults
 from clawpi.runner.run_queue import (
     CommandLaneAbortError,
     CommandLaneClearedError,
@@ -57,9 +58,7 @@ def _positive_int(value: Any, default: int) -> int:
 def resolve_lane_max_concurrent(config: Mapping[str, Any] | None, lane: str) -> int | None:
     """The configured cap of a global lane: `agents.defaults.maxConcurrent` (4) for `main`,
     `agents.defaults.subagents.maxConcurrent` (8) for `subagent`; None for other lanes."""
-    agents = (config or {}).get("agents")
-    defaults = agents.get("defaults") if isinstance(agents, Mapping) else None
-    defaults = defaults if isinstance(defaults, Mapping) else {}
+    defaults = agent_defaults(config)
     if lane == MAIN_LANE:
         return _positive_int(defaults.get("maxConcurrent"), DEFAULT_MAX_CONCURRENT)
     if lane == SUBAGENT_LANE:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clawpi.reply.directives import SILENT_REPLY_TOKEN
+from clawpi.runner.config import agent_defaults
 from clawpi.sdk.resources import Skill
 from clawpi.sdk.system_prompt import format_skills
 
@@ -226,19 +227,13 @@ def _positive_int(value: Any) -> int | None:
     return int(value) if value > 0 and value != float("inf") else None
 
 
-def _agent_defaults(config: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    agents = (config or {}).get("agents")
-    defaults = agents.get("defaults") if isinstance(agents, Mapping) else None
-    return defaults if isinstance(defaults, Mapping) else {}
-
-
 def resolve_bootstrap_max_chars(config: Mapping[str, Any] | None) -> int:
-    value = _positive_int(_agent_defaults(config).get("bootstrapMaxChars"))
+    value = _positive_int(agent_defaults(config).get("bootstrapMaxChars"))
     return value or DEFAULT_BOOTSTRAP_MAX_CHARS
 
 
 def resolve_bootstrap_total_max_chars(config: Mapping[str, Any] | None) -> int:
-    value = _positive_int(_agent_defaults(config).get("bootstrapTotalMaxChars"))
+    value = _positive_int(agent_defaults(config).get("bootstrapTotalMaxChars"))
     return value or DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS
 
 

@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clawpi.ai.abort import AbortSignal
+from clawpi.ai.mapping import is_mapping
 from clawpi.ai.models import Model
 from clawpi.ai.stream import resolve_api_key
+from clawpi.runner.config import agent_defaults
 from clawpi.sdk.compaction import estimate_tokens, format_file_tags, generate_summary
 from clawpi.sdk.compaction.prompts import NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR, TURN_PREFIX_PROMPT
 from clawpi.sdk.extensions import ExtensionAPI, ExtensionContext
@@ -612,10 +614,8 @@ def _clamped_int(value: Any, default: int, maximum: int) -> int:
 
 
 def _compaction_config(config: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    agents = (config or {}).get("agents")
-    defaults = agents.get("defaults") if isinstance(agents, Mapping) else None
-    block = defaults.get("compaction") if isinstance(defaults, Mapping) else None
-    return block if isinstance(block, Mapping) else {}
+    block = agent_defaults(config).get("compaction")
+    return block if is_mapping(block) else {}
 
 
 def is_safeguard_mode(config: Mapping[str, Any] | None) -> bool:

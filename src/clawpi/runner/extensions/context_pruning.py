@@ -23,6 +23,7 @@ from clawpi.runner.cache_ttl import (
     is_cache_ttl_eligible_provider,
     read_last_cache_ttl_timestamp,
 )
+from clawpi.runner.config import agent_defaults
 from clawpi.sdk.extensions import ExtensionAPI, ExtensionContext
 
 CHARS_PER_TOKEN = 4
@@ -145,10 +146,7 @@ def resolve_context_pruning_settings(
     config: Mapping[str, Any] | None,
 ) -> ContextPruningSettings | None:
     """From a whole OpenClaw config (`agents.defaults.contextPruning`)."""
-    agents = (config or {}).get("agents")
-    defaults = agents.get("defaults") if isinstance(agents, Mapping) else None
-    raw = defaults.get("contextPruning") if isinstance(defaults, Mapping) else None
-    return compute_effective_settings(raw)
+    return compute_effective_settings(agent_defaults(config).get("contextPruning"))
 
 
 def _glob(pattern: str) -> re.Pattern[str]:
