@@ -5,7 +5,8 @@ in the same order. Reading every message on every turn costs a cache miss or mor
 once a session is long (those messages were last touched a turn ago). So the fact found last
 time is kept per owner (a session), with the list it was found in; a list that starts with those
 very objects (compared by identity, in C, without reading them) has the same fact for that part,
-and only its new tail is read.
+and only its new tail is read. An item that is an equal copy rather than the same object (the
+session keeps its own copy of a message it saves) is compared by value, and matches too.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class PrefixMemo(Generic[T]):
             previous, fact = seen
             count = len(previous)
             if len(current) >= count and current[:count] == previous:
-                fact = self._combine(fact, self._examine(current[count:]))
+                if len(current) > count:
+                    fact = self._combine(fact, self._examine(current[count:]))
             else:
                 fact = self._examine(current)
         self._seen[owner] = (current, fact)
