@@ -4,15 +4,17 @@ read with defaults, from a dict or a JSON file. Unknown keys are ignored, never 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import orjson
 
+from clawpi.ai.bounded import remember
 from clawpi.ai.mapping import is_mapping
 from clawpi.errors import ConfigError
+from clawpi.runner.workspace import from_caller_cwd
 
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MODEL = "claude-opus-4-6"
@@ -25,15 +27,44 @@ MAX_TIMER_MS = 2_147_000_000
 ConfigInput = Mapping[str, Any] | str | os.PathLike[str] | None
 
 
+CONFIG_CACHE_SIZE = 16
+SETTLE_NS = 100_000_000
+"""A config file modified this recently is read again next time: a second edit within the same
+clock tick, of the same size, would leave its stamp as it was."""
+_config_files: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
 def load_config(config: ConfigInput) -> dict[str, Any]:
-    """A config dict from a dict, a JSON file path, or None (empty config)."""
+    """A config dict from a dict, a JSON file path, or None (empty config).
+
+    A file is parsed again only when it changed (its mtime, size or inode): a gateway passing
+    its config path with every message pays one stat, not a read and a parse. A relative path
+    is the caller's, not the workspace's a run is in (`from_caller_cwd`). The nested values of
+    a file's config are shared between calls: read them, never change them.
+    """
     if config is None:
         return {}
     if is_mapping(config):
         return dict(config)
-    path = Path(config).expanduser()
+    path = str(from_caller_cwd(os.path.expanduser(os.fspath(config))))
     try:
-        data = orjson.loads(path.read_bytes())
+        stat = os.stat(path)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"Config file not found: {path}") from exc
+    stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+    cached = _config_files.get(path)
+    if cached is not None and cached[0] == stamp:
+        return dict(cached[1])
+    data = _read_config_file(path)
+    if time.time_ns() - stat.st_mtime_ns > SETTLE_NS:
+        remember(_config_files, path, (stamp, data), CONFIG_CACHE_SIZE)
+    return dict(data)
+
+
+def _read_config_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            data = orjson.loads(handle.read())
     except FileNotFoundError as exc:
         raise ConfigError(f"Config file not found: {path}") from exc
     except orjson.JSONDecodeError as exc:

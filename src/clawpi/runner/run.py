@@ -89,11 +89,11 @@ from clawpi.runner.truncation import (
     session_likely_has_oversized_tool_results,
     truncate_oversized_tool_results_in_session,
 )
+from clawpi.runner.workspace import from_caller_cwd
 from clawpi.sdk import AuthStorage, ModelRegistry
 from clawpi.sdk.compaction import estimate_context_tokens
 from clawpi.sdk.paths import agent_dir as default_agent_dir
 from clawpi.session.background_sync import FsyncMode
-from clawpi.session.paths import as_path
 
 MAX_OVERFLOW_COMPACTIONS = 3
 MAX_TIMEOUT_COMPACTIONS = 2
@@ -250,9 +250,9 @@ async def run_embedded_agent(
     runner = _Runner(
         session_id=session_id,
         session_key=session_key,
-        session_file=as_path(session_file),
-        workspace=as_path(workspace_dir),
-        agent_dir=as_path(agent_dir) if agent_dir is not None else default_agent_dir(),
+        session_file=from_caller_cwd(session_file),
+        workspace=from_caller_cwd(workspace_dir),
+        agent_dir=from_caller_cwd(agent_dir) if agent_dir is not None else default_agent_dir(),
         config=cfg,
         prompt=prompt,
         timeout_ms=resolve_timeout_ms(cfg, timeout_ms),

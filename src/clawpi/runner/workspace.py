@@ -5,6 +5,10 @@ the change only helps code that reads it (extensions, skills). Because the cwd i
 process and runs are concurrent, it is reference-counted: the first run enters its workspace,
 runs for the same workspace share it, and a run for another workspace leaves the cwd alone
 rather than pull it from under the others.
+
+So the cwd during a run is not the caller's: a relative path the caller passes is made absolute
+against the directory the process was in before the runs entered their workspaces
+(`from_caller_cwd`), never against whichever workspace is entered at that moment.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
-from clawpi.session.paths import real_directory
+from clawpi.session.paths import as_path, real_directory
 
 log = logging.getLogger(__name__)
 
@@ -58,3 +63,14 @@ def workspace_cwd(workspace: str | os.PathLike[str]) -> Iterator[bool]:
                             os.chdir(_original)
                     _current = None
                     _original = None
+
+
+def from_caller_cwd(path: str | os.PathLike[str]) -> Path:
+    """`path` made absolute as the caller meant it: against the process cwd the application
+    set, which while runs hold the cwd in a workspace is the one they entered from."""
+    given = as_path(path)
+    if given.is_absolute():
+        return given
+    with _lock:
+        base = _original if _holders else None
+    return Path(base or os.getcwd(), given)

@@ -1,0 +1,162 @@
+"""Paths the caller passes are the caller's: a run enters its workspace (the process cwd), so a
+relative session file, workspace, agent dir or config path must not be read from in there; and a
+config file is parsed again only when it changed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from clawpi.ai.stream import StreamOptions
+from clawpi.ai.types import Context
+from clawpi.runner import run_embedded_agent
+from clawpi.runner.config import load_config
+from clawpi.runner.lanes import CommandQueue
+from clawpi.session import SessionManager
+from clawpi.testing import FunctionProvider
+from clawpi.testing.faux import FauxResponse, faux_text
+
+
+def _config(provider: FunctionProvider, timeout_seconds: int = 30) -> dict[str, Any]:
+    return {
+        "models": {
+            "providers": {
+                "faux": {
+                    "api": provider.model.api,
+                    "baseUrl": provider.model.base_url,
+                    "apiKey": "x",
+                    "models": [{"id": "faux-1"}],
+                }
+            }
+        },
+        "agents": {
+            "defaults": {"model": {"primary": "faux/faux-1"}, "timeoutSeconds": timeout_seconds}
+        },
+    }
+
+
+def _run(name: str, workspace: str | Path, config: Any, queue: CommandQueue) -> Any:
+    return run_embedded_agent(
+        session_id=name,
+        session_key=f"agent:main:paths:{name}",
+        session_file=f"sessions/{name}.jsonl",
+        workspace_dir=workspace,
+        config=config,
+        prompt=f"hello from {name}",
+        run_id=name,
+        agent_dir="agent",
+        run_queue=queue,
+        disable_tools=True,
+    )
+
+
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The application's working directory (each test's own)."""
+    directory = tmp_path / "app"
+    directory.mkdir()
+    monkeypatch.chdir(directory)
+    return directory
+
+
+async def test_relative_paths_resolve_against_the_callers_cwd_not_the_workspace(app: Path) -> None:
+    async def answer(_context: Context, _options: StreamOptions) -> FauxResponse:
+        return FauxResponse(content=[faux_text("hi")])
+
+    provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
+    (app / "openclaw.json").write_bytes(orjson.dumps(_config(provider)))
+    result = await _run("a", "ws", "openclaw.json", CommandQueue())
+
+    assert [p.text for p in result.payloads] == ["hi"]
+    assert (app / "sessions" / "a.jsonl").is_file()
+    assert not (app / "ws" / "sessions").exists()  # where it landed before: inside the workspace
+    session = SessionManager.open(app / "sessions" / "a.jsonl")
+    assert session.get_cwd() == os.path.realpath(app / "ws")
+    assert (app / "agent" / "auth.json").is_file()  # the agent dir is the app's "agent"
+    assert os.getcwd() == str(app)
+
+
+async def test_a_relative_path_given_while_another_run_is_in_its_workspace_is_the_callers(
+    app: Path, tmp_path: Path
+) -> None:
+    """Run A holds the process cwd in its workspace while run B starts with relative paths."""
+    entered = asyncio.Event()
+    release = asyncio.Event()
+    cwd_seen: list[str] = []
+
+    async def answer(context: Context, _options: StreamOptions) -> FauxResponse:
+        if "from a" in orjson.dumps(context["messages"]).decode():
+            cwd_seen.append(os.getcwd())
+            entered.set()
+            await release.wait()
+        return FauxResponse(content=[faux_text("done")])
+
+    provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
+    (app / "openclaw.json").write_bytes(orjson.dumps(_config(provider)))
+    elsewhere = tmp_path / "elsewhere"
+    queue = CommandQueue()
+    first = asyncio.create_task(_run("a", elsewhere / "ws-a", "openclaw.json", queue))
+    await entered.wait()
+    assert cwd_seen == [os.path.realpath(elsewhere / "ws-a")]  # the premise: A moved the cwd
+
+    second = await _run("b", "ws-b", "openclaw.json", queue)
+    assert [p.text for p in second.payloads] == ["done"]
+    assert (app / "sessions" / "b.jsonl").is_file()
+    assert not (elsewhere / "ws-a" / "sessions").exists()
+    assert (app / "ws-b").is_dir() and not (elsewhere / "ws-a" / "ws-b").exists()
+    assert not (elsewhere / "ws-a" / "agent").exists()
+
+    release.set()
+    assert [p.text for p in (await first).payloads] == ["done"]
+    assert (app / "sessions" / "a.jsonl").is_file()
+    assert os.getcwd() == str(app)
+
+
+def _write(path: Path, timeout_seconds: int, mtime_ns: int) -> None:
+    """The config, with a given mtime (the same size for every two-digit timeout)."""
+    path.write_bytes(orjson.dumps({"agents": {"defaults": {"timeoutSeconds": timeout_seconds}}}))
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def _timeout(path: Path | str) -> Any:
+    return load_config(path)["agents"]["defaults"]["timeoutSeconds"]
+
+
+def test_a_config_file_is_parsed_again_only_when_its_stamp_changes(app: Path) -> None:
+    path = app / "openclaw.json"
+    settled = 1_700_000_000 * 10**9  # long ago: the stamp vouches for the content
+    _write(path, 11, settled)
+    assert _timeout("openclaw.json") == 11
+    _write(path, 22, settled)  # same size, same inode, same mtime: the cached parse is used
+    assert _timeout(path) == 11
+    _write(path, 33, settled + 1)  # any change of mtime is seen
+    assert _timeout(path) == 33
+    path.write_bytes(orjson.dumps({"agents": {"defaults": {"timeoutSeconds": 4}}}))
+    assert _timeout(path) == 4  # an ordinary edit (new mtime and size)
+    config = load_config(path)
+    config["extra"] = True  # the caller's copy is its own at the top level
+    assert "extra" not in load_config(path)
+
+
+def test_a_config_file_modified_just_now_is_not_trusted_to_its_stamp(app: Path) -> None:
+    path = app / "openclaw.json"
+    now = os.stat(app).st_mtime_ns  # this clock tick: a second edit may keep the same stamp
+    _write(path, 11, now)
+    assert _timeout(path) == 11
+    _write(path, 22, now)
+    assert _timeout(path) == 22
+
+
+def test_config_file_errors_name_the_file(app: Path) -> None:
+    from clawpi.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=str(app / "missing.json")):
+        load_config("missing.json")
+    (app / "list.json").write_text("[1]")
+    with pytest.raises(ConfigError, match="must hold a JSON object"):
+        load_config(app / "list.json")
