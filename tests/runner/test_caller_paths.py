@@ -117,6 +117,23 @@ async def test_a_relative_path_given_while_another_run_is_in_its_workspace_is_th
     assert os.getcwd() == str(app)
 
 
+async def test_a_workspace_under_home_is_expanded_as_openclaw_does(
+    app: Path, tmp_path: Path
+) -> None:
+    async def answer(_context: Context, _options: StreamOptions) -> FauxResponse:
+        return FauxResponse(content=[faux_text("hi")])
+
+    provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
+    home = Path(os.environ["HOME"])  # the test's own (see conftest)
+    result = await _run("h", "~/ws-home", _config(provider), CommandQueue())
+    assert [p.text for p in result.payloads] == ["hi"]
+    assert (home / "ws-home").is_dir()
+    assert not (app / "~").exists()
+    config_file = home / "cfg.json"
+    config_file.write_bytes(orjson.dumps(_config(provider, timeout_seconds=7)))
+    assert load_config("~/cfg.json")["agents"]["defaults"]["timeoutSeconds"] == 7
+
+
 def _write(path: Path, timeout_seconds: int, mtime_ns: int) -> None:
     """The config, with a given mtime (the same size for every two-digit timeout)."""
     path.write_bytes(orjson.dumps({"agents": {"defaults": {"timeoutSeconds": timeout_seconds}}}))

@@ -46,7 +46,7 @@ def load_config(config: ConfigInput) -> dict[str, Any]:
         return {}
     if is_mapping(config):
         return dict(config)
-    path = str(from_caller_cwd(os.path.expanduser(os.fspath(config))))
+    path = str(from_caller_cwd(config))
     try:
         stat = os.stat(path)
     except FileNotFoundError as exc:

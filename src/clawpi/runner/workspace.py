@@ -66,9 +66,13 @@ def workspace_cwd(workspace: str | os.PathLike[str]) -> Iterator[bool]:
 
 
 def from_caller_cwd(path: str | os.PathLike[str]) -> Path:
-    """`path` made absolute as the caller meant it: against the process cwd the application
-    set, which while runs hold the cwd in a workspace is the one they entered from."""
+    """`path` made absolute as the caller meant it (OpenClaw's `resolveUserPath`): `~` is the
+    home directory, and a relative path is taken against the process cwd the application set,
+    which while runs hold the cwd in a workspace is the one they entered from."""
     given = as_path(path)
+    if given.is_absolute():
+        return given
+    given = given.expanduser()
     if given.is_absolute():
         return given
     with _lock:
