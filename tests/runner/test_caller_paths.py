@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from clawpi.ai.stream import StreamOptions
 from clawpi.ai.types import Context
+from clawpi.errors import ConfigError
 from clawpi.runner import run_embedded_agent
 from clawpi.runner.config import load_config
 from clawpi.runner.lanes import CommandQueue
@@ -170,10 +172,50 @@ def test_a_config_file_modified_just_now_is_not_trusted_to_its_stamp(app: Path) 
 
 
 def test_config_file_errors_name_the_file(app: Path) -> None:
-    from clawpi.errors import ConfigError
-
     with pytest.raises(ConfigError, match=str(app / "missing.json")):
         load_config("missing.json")
     (app / "list.json").write_text("[1]")
     with pytest.raises(ConfigError, match="must hold a JSON object"):
         load_config(app / "list.json")
+
+
+@pytest.mark.parametrize(
+    ("kind", "make", "reason"),
+    [
+        ("session", lambda root: root / "adir", "is a directory"),
+        ("session", lambda root: root / "afile" / "s.jsonl", "a file is in the way"),
+        ("workspace", lambda root: root / "afile", "a file is in the way"),
+        ("workspace", lambda root: root / "afile" / "sub", "a file is in the way"),
+    ],
+)
+async def test_an_unusable_session_file_or_workspace_is_a_config_error_naming_it(
+    app: Path, kind: str, make: Any, reason: str
+) -> None:
+    async def answer(_context: Context, _options: StreamOptions) -> FauxResponse:
+        return FauxResponse(content=[faux_text("hi")])
+
+    provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
+    (app / "afile").write_text("not a directory")
+    (app / "adir").mkdir()
+    bad = make(app)
+    args: dict[str, Any] = {
+        "session_id": "bad",
+        "session_key": "agent:main:paths:bad",
+        "session_file": bad if kind == "session" else app / "ok.jsonl",
+        "workspace_dir": bad if kind == "workspace" else app / "ws",
+        "config": _config(provider),
+        "prompt": "hi",
+        "agent_dir": app / "agent",
+        "run_queue": CommandQueue(),
+        "disable_tools": True,
+    }
+    what = "Session file" if kind == "session" else "Workspace"
+    with pytest.raises(
+        ConfigError, match=f"^{what} {re.escape(str(bad))} cannot be used: {reason}"
+    ):
+        await run_embedded_agent(**args)
+    assert os.getcwd() == str(app)
+    assert (app / "afile").read_text() == "not a directory"  # nothing was written over it
+    args.update(session_file=app / "ok.jsonl", workspace_dir=app / "ws")
+    result = await run_embedded_agent(**args)  # the runner is fine for the next run
+    assert [p.text for p in result.payloads] == ["hi"]

@@ -25,6 +25,7 @@ from clawpi.ai.abort import AbortSignal
 from clawpi.ai.bounded import remember
 from clawpi.ai.models import Model
 from clawpi.ai.types import ThinkingLevel
+from clawpi.errors import ConfigError
 from clawpi.reply import subscribe_embedded_session
 from clawpi.reply.payloads import ToolErrorInfo, ToolMeta
 from clawpi.reply.subscribe import BlockReplyChunking, EmbeddedSubscription, UsageTotals
@@ -169,6 +170,29 @@ def _open_session(path: Path, workspace: Path, fsync: FsyncMode) -> SessionManag
     return manager
 
 
+_PATH_ERRORS = (
+    FileExistsError,
+    FileNotFoundError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+)
+"""What a path the caller gave can raise when it names something that cannot be used; other
+OS errors (a full disk, too many open files) are the machine's and stay as they are."""
+
+
+def _unusable(what: str, path: Path, exc: OSError, wanted: str) -> ConfigError:
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        reason = "a file is in the way"
+    else:
+        reason = (exc.strerror or str(exc)).lower()
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+    return ConfigError(
+        f"{what} {path} cannot be used: {reason}{where}. Pass a path to {wanted} that exists"
+        " or can be created there."
+    )
+
+
 def _settings(config: Mapping[str, Any]) -> SettingsManager:
     """The agent session's settings: compaction per config with OpenClaw's reserve floor; pi's
     own retry off, because the run loop rotates profiles and models instead."""
@@ -299,7 +323,10 @@ async def flush_pending_tool_results_after_idle(session: AgentSession, guard: An
 async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
     result = AttemptResult()
     if not os.path.isdir(params.workspace_dir):
-        params.workspace_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            params.workspace_dir.mkdir(parents=True, exist_ok=True)
+        except _PATH_ERRORS as exc:
+            raise _unusable("Workspace", params.workspace_dir, exc, "a directory") from exc
     restore_env: Callable[[], None] = lambda: None  # noqa: E731
     session: AgentSession | None = None
     manager: SessionManager | None = None
@@ -310,7 +337,12 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
         try:
             loader = _resource_loader(params.workspace_dir, params.agent_dir)
             restore_env = apply_skill_env_overrides(loader.skills, params.config)
-            manager = _open_session(params.session_file, params.workspace_dir, params.session_fsync)
+            try:
+                manager = _open_session(
+                    params.session_file, params.workspace_dir, params.session_fsync
+                )
+            except _PATH_ERRORS as exc:
+                raise _unusable("Session file", params.session_file, exc, "a file") from exc
             branch_past_orphaned_user_message(manager)
 
             pending: list[PendingToolCall] = []
