@@ -328,3 +328,58 @@ async def test_last_touch_is_read_from_the_session_file(tmp_path: Path, workspac
     assert runtime.last_cache_touch_at == 42_000
     assert runtime.settings.ttl_ms == 600_000
     assert runtime.context_window_tokens == WINDOW
+
+
+async def test_through_the_runner_an_anthropic_run_past_the_ttl_prunes_old_tool_results(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The extension as `run_embedded_agent` builds it: an Anthropic model, cache-TTL pruning on,
+    the last cache touch long ago. The request is pruned; the session file keeps everything."""
+    from clawpi.runner import run_embedded_agent
+    from clawpi.runner.lanes import CommandQueue
+
+    provider = FunctionProvider(
+        lambda context, options: "fine", provider="anthropic", model_id="claude-test"
+    )
+    sessions = tmp_path / "sessions"
+    manager = SessionManager.create(workspace, sessions)
+    for message in conversation([25_000, 25_000, 25_000]):
+        manager.append_message(message)
+    append_cache_ttl_timestamp(manager, provider="anthropic", model_id="claude-test", timestamp=1)
+    assert manager.session_file is not None
+    config = {
+        "models": {
+            "providers": {
+                "anthropic": {
+                    "api": provider.model.api,
+                    "baseUrl": provider.model.base_url,
+                    "apiKey": "x",
+                    "models": [{"id": "claude-test", "contextWindow": 20_000}],
+                }
+            }
+        },
+        "agents": {
+            "defaults": {
+                "model": {"primary": "anthropic/claude-test"},
+                "contextPruning": {"mode": "cache-ttl", "ttl": "5m", "keepLastAssistants": 1},
+                "compaction": {"enabled": False},
+            }
+        },
+    }
+    result = await run_embedded_agent(
+        session_id="pruned",
+        session_key="agent:main:test:pruned",
+        session_file=manager.session_file,
+        workspace_dir=workspace,
+        config=config,
+        prompt="and now?",
+        agent_dir=tmp_path / "agent",
+        run_queue=CommandQueue(),
+        disable_tools=True,
+    )
+    assert [p.text for p in result.payloads] == ["fine"]
+    sent = _sent_tool_texts(provider)
+    assert len(sent) == 3 and any(len(text) < 25_000 for text in sent)  # pruned in the request
+    on_disk = SessionManager.open(manager.session_file).build_session_context().messages
+    kept = [text_of(m) for m in on_disk if m.get("role") == "toolResult"]
+    assert [len(text) for text in kept] == [25_000] * 3  # never in the file

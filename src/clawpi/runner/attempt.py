@@ -228,7 +228,8 @@ def _extensions(params: AttemptParams, manager: SessionManager) -> list[Any]:
         context_window_tokens=model.context_window,
     )
     if pruning is not None:
-        factories.append(pruning)
+        factory, _runtime = pruning
+        factories.append(factory)
     return factories
 
 
