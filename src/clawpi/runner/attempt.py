@@ -32,7 +32,11 @@ from clawpi.reply.subscribe import BlockReplyChunking, EmbeddedSubscription, Usa
 from clawpi.runner.cache_ttl import append_cache_ttl_timestamp, is_cache_ttl_eligible_provider
 from clawpi.runner.client_tools import PendingToolCall, make_client_tools
 from clawpi.runner.compact import resolve_compaction_timeout_ms
-from clawpi.runner.config import get_path, resolve_llm_idle_timeout_ms
+from clawpi.runner.config import (
+    agent_defaults,
+    compaction_settings,
+    resolve_llm_idle_timeout_ms,
+)
 from clawpi.runner.extensions.compaction_safeguard import (
     compaction_safeguard_extension,
     is_safeguard_mode,
@@ -63,7 +67,6 @@ from clawpi.tools.process_registry import run_scope
 log = logging.getLogger(__name__)
 
 IDLE_FLUSH_TIMEOUT_S = 30.0
-DEFAULT_RESERVE_TOKENS_FLOOR = 20_000
 CLIENT_TOOL_ABORT_REASON = "client tool call"
 
 
@@ -196,18 +199,8 @@ def _unusable(what: str, path: Path, exc: OSError, wanted: str) -> ConfigError:
 def _settings(config: Mapping[str, Any]) -> SettingsManager:
     """The agent session's settings: compaction per config with OpenClaw's reserve floor; pi's
     own retry off, because the run loop rotates profiles and models instead."""
-    compaction = get_path(config, "agents.defaults.compaction", {}) or {}
-    floor = compaction.get("reserveTokensFloor", DEFAULT_RESERVE_TOKENS_FLOOR)
-    reserve = max(16_384, int(floor) if isinstance(floor, (int, float)) and floor > 0 else 0)
     return SettingsManager.in_memory(
-        {
-            "compaction": {
-                "enabled": compaction.get("enabled", True) is not False,
-                "reserveTokens": reserve,
-                "keepRecentTokens": int(compaction.get("keepRecentTokens", 20_000)),
-            },
-            "retry": {"enabled": False},
-        }
+        {"compaction": compaction_settings(config), "retry": {"enabled": False}}
     )
 
 
@@ -287,7 +280,7 @@ def _run_tools(params: AttemptParams) -> list[Any]:
             params.sandbox,
             params.prompt_mode,
             params.config.get("tools"),
-            (params.config.get("agents") or {}).get("defaults", {}).get("sandbox"),
+            agent_defaults(params.config).get("sandbox"),
         ],
         option=orjson.OPT_SORT_KEYS,
         default=str,

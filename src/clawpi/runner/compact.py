@@ -15,7 +15,7 @@ from typing import Any
 
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.models import Model
-from clawpi.runner.config import get_path
+from clawpi.runner.config import compaction_settings, get_path
 from clawpi.runner.extensions.compaction_safeguard import (
     compaction_safeguard_extension,
     is_safeguard_mode,
@@ -65,16 +65,8 @@ async def compact_session_file(
             config, api_key=api_key, workspace_dir=str(workspace)
         )
         extensions.append(compaction_safeguard_extension(runtime))
-    compaction = (config.get("agents") or {}).get("defaults", {}).get("compaction") or {}
-    floor = compaction.get("reserveTokensFloor", 20_000)
     settings = SettingsManager.in_memory(
-        {
-            "compaction": {
-                "reserveTokens": max(16_384, int(floor) if isinstance(floor, (int, float)) else 0),
-                "keepRecentTokens": int(compaction.get("keepRecentTokens", 20_000)),
-            },
-            "retry": {"enabled": False},
-        }
+        {"compaction": compaction_settings(config), "retry": {"enabled": False}}
     )
     auth = AuthStorage.in_memory({model.provider: api_key} if api_key else {})
     session = await create_agent_session(

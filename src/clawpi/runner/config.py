@@ -96,6 +96,36 @@ def agent_defaults(config: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return defaults if is_mapping(defaults) else _NO_DEFAULTS
 
 
+DEFAULT_RESERVE_TOKENS_FLOOR = 20_000
+"""OpenClaw's floor for the tokens compaction keeps free (`compaction.reserveTokensFloor`)."""
+
+
+def compaction_config(config: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """`agents.defaults.compaction`: empty when missing or not an object."""
+    block = agent_defaults(config).get("compaction")
+    return block if is_mapping(block) else _NO_DEFAULTS
+
+
+def compaction_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """pi's compaction settings for a run: on unless `enabled` is false, reserving at least
+    OpenClaw's floor (never under 16,384 tokens), keeping `keepRecentTokens` (20,000) recent.
+    A value that is not a positive number counts as unset."""
+    block = compaction_config(config)
+    floor = _positive_number(block.get("reserveTokensFloor", DEFAULT_RESERVE_TOKENS_FLOOR))
+    keep = _positive_number(block.get("keepRecentTokens"))
+    return {
+        "enabled": block.get("enabled", True) is not False,
+        "reserveTokens": max(16_384, int(floor or 0)),
+        "keepRecentTokens": int(keep or 20_000),
+    }
+
+
+def _positive_number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if 0 < value < float("inf") else None
+
+
 def resolve_timeout_ms(config: Mapping[str, Any], timeout_ms: int | None) -> int:
     """The run override when positive, else `agents.defaults.timeoutSeconds` (default 600 s)."""
     if timeout_ms is not None and timeout_ms > 0:

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from clawpi.ai.models import Model, model_cost_from_dict
+from clawpi.ai.models import InputKind, Model, model_cost_from_dict
+from clawpi.errors import ConfigError
 from clawpi.runner.config import DEFAULT_CONTEXT_TOKENS, agent_defaults, get_path
+from clawpi.runner.config_fields import (
+    optional_bool,
+    optional_mapping,
+    optional_number,
+    optional_str,
+    string_list,
+    string_map,
+)
 from clawpi.sdk.registry import ModelRegistry
 
 CONTEXT_WINDOW_HARD_MIN_TOKENS = 16_000
@@ -59,15 +68,17 @@ def resolve_model(
     configured = _find_provider(config, provider)
     if found is not None:
         if configured is not None:
-            found = _apply_provider_overrides(found, configured[1])
+            found = _apply_provider_overrides(found, configured[1], configured[0])
         return found, None
     if configured is not None:
         name, entry = configured
-        models = entry.get("models") if isinstance(entry.get("models"), list) else []
-        for raw in models or []:
-            if isinstance(raw, Mapping) and raw.get("id") == model_id:
-                return _model_from_config(name, entry, raw), None
-        first = models[0] if models and isinstance(models[0], Mapping) else {}
+        models = _provider_models(name, entry)
+        for index, raw in enumerate(models):
+            if raw.get("id") == model_id:
+                return _model_from_config(
+                    name, entry, raw, f"models.providers.{name}.models[{index}]"
+                ), None
+        first = models[0] if models else {}
         return _model_from_config(
             name,
             entry,
@@ -76,6 +87,7 @@ def resolve_model(
                 "contextWindow": first.get("contextWindow", DEFAULT_CONTEXT_TOKENS),
                 "maxTokens": first.get("maxTokens", DEFAULT_CONTEXT_TOKENS),
             },
+            f"models.providers.{name}.models[0]",
         ), None
     if model_id.startswith("mock-"):
         return Model(
@@ -88,31 +100,68 @@ def resolve_model(
     return None, f"Unknown model: {provider}/{model_id}"
 
 
-def _apply_provider_overrides(model: Model, entry: Mapping[str, Any]) -> Model:
+def _provider_models(provider: str, entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """`models.providers.<provider>.models`: a list of objects (missing: none)."""
+    where = f"models.providers.{provider}.models"
+    models = entry.get("models")
+    if models is None:
+        return []
+    if not isinstance(models, list):
+        raise ConfigError(f"Config {where} must be a list of model objects: fix it in the config")
+    return [optional_mapping(raw, f"{where}[{i}]") or {} for i, raw in enumerate(models)]
+
+
+def _apply_provider_overrides(model: Model, entry: Mapping[str, Any], provider: str) -> Model:
     changes: dict[str, Any] = {}
-    if isinstance(entry.get("baseUrl"), str):
-        changes["base_url"] = entry["baseUrl"]
-    if isinstance(entry.get("headers"), Mapping):
-        changes["headers"] = {**(model.headers or {}), **entry["headers"]}
+    where = f"models.providers.{provider}"
+    base_url = optional_str(entry.get("baseUrl"), f"{where}.baseUrl")
+    if base_url is not None:
+        changes["base_url"] = base_url
+    headers = string_map(entry.get("headers"), f"{where}.headers")
+    if headers is not None:
+        changes["headers"] = {**(model.headers or {}), **headers}
     return model.replace(**changes) if changes else model
 
 
-def _model_from_config(provider: str, entry: Mapping[str, Any], raw: Mapping[str, Any]) -> Model:
-    compat = {**(entry.get("compat") or {}), **(raw.get("compat") or {})} or None
-    headers = {**(entry.get("headers") or {}), **(raw.get("headers") or {})} or None
+def _model_from_config(
+    provider: str, entry: Mapping[str, Any], raw: Mapping[str, Any], where: str
+) -> Model:
+    """A model defined in `models.providers.<provider>.models` (its entry at `where`)."""
+    top = f"models.providers.{provider}"
+    compat = {
+        **(optional_mapping(entry.get("compat"), f"{top}.compat") or {}),
+        **(optional_mapping(raw.get("compat"), f"{where}.compat") or {}),
+    }
+    headers = {
+        **(string_map(entry.get("headers"), f"{top}.headers") or {}),
+        **(string_map(raw.get("headers"), f"{where}.headers") or {}),
+    }
+    cost = optional_mapping(raw.get("cost"), f"{where}.cost") or {}
+    prices = {
+        key: optional_number(cost.get(key), f"{where}.cost.{key}", minimum=0)
+        for key in ("input", "output", "cacheRead", "cacheWrite", "cache_read", "cache_write")
+    }
+    window = optional_number(raw.get("contextWindow"), f"{where}.contextWindow", minimum=0)
+    max_tokens = optional_number(raw.get("maxTokens"), f"{where}.maxTokens", minimum=0)
+    model_id = str(raw["id"])
+    kinds = string_list(raw.get("input"), f"{where}.input", ("text", "image")) or ["text"]
     return Model(
-        id=str(raw["id"]),
-        name=str(raw.get("name") or raw["id"]),
-        api=str(raw.get("api") or entry.get("api") or _DEFAULT_API),
+        id=model_id,
+        name=optional_str(raw.get("name"), f"{where}.name") or model_id,
+        api=optional_str(raw.get("api"), f"{where}.api")
+        or optional_str(entry.get("api"), f"{top}.api")
+        or _DEFAULT_API,
         provider=provider,
-        base_url=str(raw.get("baseUrl") or entry.get("baseUrl") or ""),
-        reasoning=bool(raw.get("reasoning", False)),
-        input=tuple(raw.get("input") or ("text",)),
-        cost=model_cost_from_dict(raw.get("cost") or {}),
-        context_window=int(raw.get("contextWindow") or DEFAULT_CONTEXT_TOKENS),
-        max_tokens=int(raw.get("maxTokens") or DEFAULT_CONTEXT_TOKENS),
-        headers=headers,
-        compat=compat,  # type: ignore[arg-type]
+        base_url=optional_str(raw.get("baseUrl"), f"{where}.baseUrl")
+        or optional_str(entry.get("baseUrl"), f"{top}.baseUrl")
+        or "",
+        reasoning=bool(optional_bool(raw.get("reasoning"), f"{where}.reasoning")),
+        input=cast("tuple[InputKind, ...]", tuple(kinds)),
+        cost=model_cost_from_dict({k: v for k, v in prices.items() if v is not None}),
+        context_window=int(window or DEFAULT_CONTEXT_TOKENS),
+        max_tokens=int(max_tokens or DEFAULT_CONTEXT_TOKENS),
+        headers=headers or None,
+        compat=compat or None,  # type: ignore[arg-type]
     )
 
 
@@ -129,8 +178,8 @@ def resolve_context_window_info(model: Model, config: Mapping[str, Any]) -> Cont
     info: ContextWindowInfo | None = None
     configured = _find_provider(config, model.provider)
     if configured is not None:
-        for raw in configured[1].get("models") or []:
-            if isinstance(raw, Mapping) and raw.get("id") == model.id:
+        for raw in _provider_models(*configured):
+            if raw.get("id") == model.id:
                 tokens = _positive_int(raw.get("contextWindow"))
                 if tokens is not None:
                     info = ContextWindowInfo(tokens, "modelsConfig")

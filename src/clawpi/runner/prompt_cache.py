@@ -15,7 +15,7 @@ import orjson
 
 from clawpi.ai.bounded import remember
 from clawpi.ai.models import Model
-from clawpi.runner.config import get_path
+from clawpi.runner.config import agent_defaults
 from clawpi.runner.file_stamps import Stamp, file_stamps
 from clawpi.runner.system_prompt import (
     BOOTSTRAP_FILE_NAMES,
@@ -74,7 +74,9 @@ def attempt_system_prompt(
     skills_prompt = _skills_prompt(loader)
     max_chars = resolve_bootstrap_max_chars(config)
     total_max_chars = resolve_bootstrap_total_max_chars(config)
-    timezone = get_path(config, "agents.defaults.userTimezone")
+    timezone = agent_defaults(config).get("userTimezone")
+    if not isinstance(timezone, str):
+        timezone = None  # like every agents.defaults value of the wrong type: as if unset
     key = orjson.dumps(
         [
             workspace_dir,

@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clawpi.ai.abort import AbortSignal
-from clawpi.ai.mapping import is_mapping
 from clawpi.ai.models import Model
 from clawpi.ai.stream import resolve_api_key
-from clawpi.runner.config import agent_defaults
+from clawpi.runner.config import compaction_config
 from clawpi.sdk.compaction import estimate_tokens, format_file_tags, generate_summary
 from clawpi.sdk.compaction.prompts import NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR, TURN_PREFIX_PROMPT
 from clawpi.sdk.extensions import ExtensionAPI, ExtensionContext
@@ -613,21 +612,16 @@ def _clamped_int(value: Any, default: int, maximum: int) -> int:
     return min(maximum, max(0, int(value)))
 
 
-def _compaction_config(config: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    block = agent_defaults(config).get("compaction")
-    return block if is_mapping(block) else {}
-
-
 def is_safeguard_mode(config: Mapping[str, Any] | None) -> bool:
     """`agents.defaults.compaction.mode == "safeguard"` (the default mode is pi's summariser)."""
-    return _compaction_config(config).get("mode") == "safeguard"
+    return compaction_config(config).get("mode") == "safeguard"
 
 
 def resolve_compaction_safeguard_runtime(
     config: Mapping[str, Any] | None, **fields: Any
 ) -> CompactionSafeguardRuntime:
     """Runtime settings from `agents.defaults.compaction`, plus `fields` (model, api_key, ...)."""
-    block = _compaction_config(config)
+    block = compaction_config(config)
     share = block.get("maxHistoryShare")
     policy = block.get("identifierPolicy")
     instructions = block.get("identifierInstructions")
