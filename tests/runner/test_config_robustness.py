@@ -66,19 +66,58 @@ BASE: dict[str, Any] = {
             "llm": {"idleTimeoutSeconds": 60},
             "compaction": {
                 "mode": "safeguard",
+                "enabled": True,
                 "reserveTokensFloor": 20_000,
                 "keepRecentTokens": 20_000,
                 "timeoutSeconds": 60,
+                "maxHistoryShare": 0.5,
+                "recentTurnsPreserve": 2,
+                "identifierPolicy": "strict",
+                "identifierInstructions": "keep ids",
+                "customInstructions": "be brief",
+                "qualityGuard": {"enabled": True, "maxRetries": 1},
             },
-            "contextPruning": {"mode": "cache-ttl", "ttl": "5m", "keepLastAssistants": 3},
+            "contextPruning": {
+                "mode": "cache-ttl",
+                "ttl": "5m",
+                "keepLastAssistants": 3,
+                "softTrimRatio": 0.3,
+                "hardClearRatio": 0.5,
+                "minPrunableToolChars": 50_000,
+                "softTrim": {"maxChars": 4_000, "headChars": 1_500, "tailChars": 1_500},
+                "hardClear": {"enabled": True, "placeholder": "[cleared]"},
+                "tools": {"allow": ["exec"], "deny": []},
+            },
             "sandbox": {"mode": "off"},
             "subagents": {"maxConcurrent": 8},
         }
     },
-    "auth": {"order": {"faux": []}},
-    "channels": {"telegram": {"historyLimit": 50, "dmHistoryLimit": 20}},
-    "skills": {"entries": {"demo": {"enabled": True, "env": {"DEMO": "1"}}}},
-    "tools": {"exec": {"applyPatch": {"enabled": False}}, "fs": {"workspaceOnly": True}},
+    "auth": {
+        "order": {"faux": []},
+        "cooldowns": {"billingBackoffHours": 5, "billingBackoffHoursByProvider": {"faux": 1}},
+    },
+    "channels": {
+        "telegram": {"historyLimit": 50, "dmHistoryLimit": 20, "dms": {"42": {"historyLimit": 9}}}
+    },
+    "skills": {"entries": {"demo": {"enabled": True, "env": {"DEMO": "1"}, "apiKey": "k"}}},
+    "tools": {
+        "profile": "coding",
+        "allow": [],
+        "deny": [],
+        "alsoAllow": [],
+        "byProvider": {"faux": {"deny": []}},
+        "exec": {
+            "applyPatch": {"enabled": False, "allowModels": []},
+            "security": "allowlist",
+            "safeBins": ["ls"],
+            "pathPrepend": [],
+            "backgroundMs": 10_000,
+            "timeoutSec": 60,
+        },
+        "fs": {"workspaceOnly": True},
+        "sandbox": {"tools": {"allow": [], "deny": []}},
+        "subagents": {"tools": {"deny": []}},
+    },
 }
 
 

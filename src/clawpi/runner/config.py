@@ -111,8 +111,8 @@ def compaction_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     OpenClaw's floor (never under 16,384 tokens), keeping `keepRecentTokens` (20,000) recent.
     A value that is not a positive number counts as unset."""
     block = compaction_config(config)
-    floor = _positive_number(block.get("reserveTokensFloor", DEFAULT_RESERVE_TOKENS_FLOOR))
-    keep = _positive_number(block.get("keepRecentTokens"))
+    floor = positive_number(block.get("reserveTokensFloor", DEFAULT_RESERVE_TOKENS_FLOOR))
+    keep = positive_number(block.get("keepRecentTokens"))
     return {
         "enabled": block.get("enabled", True) is not False,
         "reserveTokens": max(16_384, int(floor or 0)),
@@ -120,7 +120,8 @@ def compaction_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def _positive_number(value: Any) -> float | None:
+def positive_number(value: Any) -> float | None:
+    """`value` when it is a finite number above 0 (not a bool), else None (unset)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return value if 0 < value < float("inf") else None

@@ -71,16 +71,9 @@ def build_run_tools(
         is_subagent=is_subagent,
     )
     security = exec_section.get("security", "full") if isinstance(exec_section, Mapping) else "full"
-    timeout_s = (
-        exec_section.get("timeoutSec", _DEFAULT_EXEC_TIMEOUT_S)
-        if isinstance(exec_section, Mapping)
-        else _DEFAULT_EXEC_TIMEOUT_S
-    )
-    yield_ms = (
-        exec_section.get("backgroundMs", _DEFAULT_YIELD_MS)
-        if isinstance(exec_section, Mapping)
-        else _DEFAULT_YIELD_MS
-    )
+    exec_values = exec_section if isinstance(exec_section, Mapping) else {}
+    timeout_s = _non_negative(exec_values.get("timeoutSec"), _DEFAULT_EXEC_TIMEOUT_S)
+    yield_ms = _non_negative(exec_values.get("backgroundMs"), _DEFAULT_YIELD_MS)
     workspace_only = bool(get_path(config, "tools.fs.workspaceOnly", False))
     return create_coding_tools(
         workspace,
@@ -106,6 +99,13 @@ def build_run_tools(
         scope_key=scope_key,
         auto_resize_images=True,
     )
+
+
+def _non_negative(value: Any, default: float) -> float:
+    """A config number of 0 or more; anything else (null, a string, -1) reads as unset."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    return value if 0 <= value < float("inf") else default
 
 
 def image_max_dimension(config: Mapping[str, Any]) -> int | None:
