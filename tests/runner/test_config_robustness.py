@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -287,3 +288,53 @@ async def _run_model(config: dict[str, Any], root: Path) -> Any:
         agent_dir=root / "agent",
         run_queue=CommandQueue(),
     )
+
+
+STORE: dict[str, Any] = {
+    "version": 1,
+    "profiles": {
+        "faux:p1": {"type": "api_key", "provider": "faux", "key": "k1"},
+        "faux:p2": {"type": "token", "provider": "faux", "token": "t2", "expires": 9e12},
+    },
+    "order": {"faux": ["faux:p1", "faux:p2"]},
+    "usageStats": {
+        "faux:p1": {
+            "lastUsed": 1,
+            "cooldownUntil": 0,
+            "errorCount": 1,
+            "failureCounts": {"rate_limit": 1},
+            "lastFailureAt": 1,
+            "modelCooldowns": {"faux-1": {"cooldownUntil": 0, "errorCount": 1}},
+        },
+        "faux:p2": {"disabledUntil": 0, "disabledReason": "billing"},
+    },
+    "lastGood": {"faux": "faux:p1"},
+}
+STORE_PATHS = _paths(STORE)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    changes=st.lists(st.tuples(st.sampled_from(STORE_PATHS), json_values), min_size=1, max_size=3)
+)
+def test_any_value_anywhere_in_the_auth_profile_store_answers_or_fails_with_a_clawpi_error(
+    changes: list[tuple[tuple[str | int, ...], Any]],
+) -> None:
+    store = copy.deepcopy(STORE)
+    for path, value in changes:
+        try:
+            _set(store, path, value)
+        except (KeyError, IndexError, TypeError):
+            continue
+    config = copy.deepcopy(BASE)
+    del config["models"]["providers"]["faux"]["apiKey"]  # keys come from the store
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "agent").mkdir()
+        (root / "agent" / "auth-profiles.json").write_bytes(orjson.dumps(store))
+        try:
+            result = asyncio.run(_run(config, root))
+        except ClawpiError:
+            return
+        assert result.payloads, result
+        orjson.loads((root / "agent" / "auth-profiles.json").read_bytes())  # still JSON
