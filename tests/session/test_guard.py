@@ -158,3 +158,22 @@ def test_unknown_tool_calls_are_dropped_and_empty_assistants_not_written(tmp_pat
     sm.append_message(_call_message(("c2", "bash"), ("c3", "nope")))
     assert guard.pending_ids() == ["c2"]
     assert sm.get_entries()[-1]["message"]["content"][0]["id"] == "c2"
+
+
+def test_the_results_of_dropped_unknown_calls_are_dropped_too(tmp_path: Path) -> None:
+    """The loop still answers a hallucinated call ("Tool nope not found"); with the call gone
+    from the file, that answer would be a result without a call."""
+    sm = SessionManager.create("/p", tmp_path)
+    guard = install_tool_result_guard(sm, allowed_tool_names={"bash"})
+    sm.append_message({"role": "user", "content": "x", "timestamp": 1})
+    sm.append_message(_call_message(("c1", "nope")))  # dropped whole: no call is left
+    sm.append_message(_result("c1", "Tool nope not found", name="nope"))
+    sm.append_message(_call_message(("c2", "bash"), ("c3", "nope")))
+    sm.append_message(_result("c3", "Tool nope not found", name="nope"))
+    sm.append_message(_result("c2", "done"))
+    assert [(m["role"], m.get("toolCallId")) for m in _messages(sm)] == [
+        ("user", None),
+        ("assistant", None),
+        ("toolResult", "c2"),
+    ]
+    assert guard.pending_ids() == []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from clawpi.errors import ConfigError
 from clawpi.tools import ToolPolicy, ToolPolicyConfig, create_coding_tools, resolve_allowed_tools
 
 ALL = [
@@ -123,7 +124,7 @@ def test_subagents_lose_session_management_by_default() -> None:
 
 
 def test_unknown_profile_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="Unknown tool profile 'coder'"):
+    with pytest.raises(ConfigError, match="Unknown tool profile 'coder'"):
         allowed(ToolPolicyConfig(tools=ToolPolicy(profile="coder")))  # type: ignore[arg-type]
 
 

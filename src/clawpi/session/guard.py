@@ -106,13 +106,21 @@ class ToolResultGuard:
         self.max_tool_result_chars = max_tool_result_chars
         self._pending: dict[str, str] = {}
         self._pending_timestamp: Any = 0
+        self._dropped: set[str] = set()
+        """Ids of the unknown calls taken out of assistant messages: their results (the loop
+        still answers them, "Tool x not found") would have no call in the file to follow."""
 
     # -- AppendInterceptor --------------------------------------------------------------------
 
     def on_message(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         role = message.get("role")
         if role == "toolResult":
+            call_id = message.get("toolCallId") or message.get("toolUseId")
+            if call_id in self._dropped:
+                self._dropped.discard(call_id)
+                return []
             return [self._prepare_result(message)]
+        self._dropped.clear()
         out = [self._finish(m) for m in self._take_synthetic()]
         if role == "assistant":
             cleaned = self._drop_unknown_calls(message)
@@ -190,12 +198,14 @@ class ToolResultGuard:
         if self.allowed_tool_names is None or not isinstance(content, list):
             return message
         allowed = self.allowed_tool_names
-        kept = [
-            block
-            for block in content
-            if not (isinstance(block, dict) and block.get("type") == "toolCall")
-            or (isinstance(block.get("id"), str) and block.get("name") in allowed)
-        ]
+        kept = []
+        for block in content:
+            if not (isinstance(block, dict) and block.get("type") == "toolCall") or (
+                isinstance(block.get("id"), str) and block.get("name") in allowed
+            ):
+                kept.append(block)
+            elif isinstance(block.get("id"), str):
+                self._dropped.add(block["id"])
         if len(kept) == len(content):
             return message
         if not kept:

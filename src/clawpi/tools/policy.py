@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from clawpi.agent.tool import AgentTool
+from clawpi.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +130,9 @@ def _profile_allow(profile: str | None, also_allow: Sequence[str]) -> tuple[str,
     if profile is None:
         return None
     if profile not in TOOL_PROFILES:
-        raise ValueError(
-            f"Unknown tool profile {profile!r}; use one of {', '.join(TOOL_PROFILES)}."
+        raise ConfigError(
+            f"Unknown tool profile {profile!r} (tools.profile); use one of"
+            f" {', '.join(TOOL_PROFILES)}."
         )
     base = TOOL_PROFILES[profile]
     if base is None:

@@ -1,0 +1,162 @@
+"""Whatever a model streams back (text with tags and directives, thinking, calls to tools that
+exist or not with any arguments, errors midway), a run answers or fails with a clawpi error, the
+next turn of the same session still runs, and the session file replays as a valid transcript."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clawpi.ai.models import Model
+from clawpi.ai.stream import StreamOptions
+from clawpi.ai.transform import transform_messages
+from clawpi.ai.types import Context
+from clawpi.errors import ClawpiError
+from clawpi.runner import run_embedded_agent
+from clawpi.runner.lanes import CommandQueue
+from clawpi.session import SessionManager
+from clawpi.testing import FunctionProvider
+from clawpi.testing.faux import FauxResponse, faux_text, faux_thinking, faux_tool_call
+
+MARKERS = [
+    "<think>",
+    "</think>",
+    "<final>",
+    "</final>",
+    "MEDIA: ./a.png",
+    "[[reply_to_current]]",
+    "[[reply_to: 7]]",
+    "NO_REPLY",
+    "```",
+    "\n\n",
+    "HEARTBEAT_OK",
+    '{"type":"error","error":{"message":"x"}}',
+]
+
+HIDDEN = "private-reasoning-7f3a"
+"""Written only into thinking blocks: with reasoning off it must never reach a payload."""
+
+texts = st.lists(st.sampled_from(MARKERS) | st.text(max_size=20), max_size=5).map("".join)
+arguments = st.dictionaries(
+    st.sampled_from(["path", "pattern", "limit", "offset", "x"]),
+    st.none() | st.integers(-3, 50) | st.text(max_size=10) | st.sampled_from(["a.txt", "."]),
+    max_size=3,
+)
+blocks = st.one_of(
+    texts.map(faux_text),
+    texts.map(lambda text: faux_thinking(f"{HIDDEN} {text}")),
+    st.builds(
+        lambda name, args: faux_tool_call(name, args),
+        st.sampled_from(["read", "ls", "find", "grep", "exec", "nope", ""]),
+        arguments,
+    ),
+)
+responses = st.builds(
+    lambda content, error: FauxResponse(content=content, error=error),
+    st.lists(blocks, max_size=4),
+    st.none()
+    | st.none()
+    | st.sampled_from(["overloaded_error", "boom", "context length exceeded"]),
+)
+
+
+def _config(provider: FunctionProvider) -> dict[str, Any]:
+    return {
+        "models": {
+            "providers": {
+                "faux": {
+                    "api": provider.model.api,
+                    "baseUrl": provider.model.base_url,
+                    "apiKey": "x",
+                    "models": [{"id": "faux-1"}],
+                }
+            }
+        },
+        "agents": {"defaults": {"model": {"primary": "faux/faux-1"}, "timeoutSeconds": 30}},
+        "tools": {"allow": ["read", "ls", "find", "grep"]},
+    }
+
+
+TARGET_APIS = (
+    ("openai-completions", "openai"),
+    ("openai-responses", "openai"),
+    ("anthropic-messages", "anthropic"),
+    ("google-generative-ai", "google"),
+)
+
+
+def _assert_valid_replay(messages: list[Any]) -> None:
+    """Every tool call answered by one result before the next turn, and only model roles."""
+    pending: set[str] = set()
+    for message in messages:
+        role = message.get("role")
+        assert role in ("user", "assistant", "toolResult"), role
+        if role == "toolResult":
+            assert message["toolCallId"] in pending, message
+            pending.discard(message["toolCallId"])
+            continue
+        assert not pending, f"calls without results: {sorted(pending)}"
+        if role == "assistant":
+            for block in message.get("content") or []:
+                if block.get("type") == "toolCall":
+                    pending.add(block["id"])
+    assert not pending, f"calls without results at the end: {sorted(pending)}"
+
+
+async def _turns(script: list[FauxResponse], root: Path) -> list[Any]:
+    remaining = list(script)
+
+    async def answer(_context: Context, _options: StreamOptions) -> FauxResponse:
+        return remaining.pop(0) if remaining else FauxResponse(content=[faux_text("done")])
+
+    provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
+    (root / "ws").mkdir()
+    (root / "ws" / "a.txt").write_text("hello\n")
+    outcomes: list[Any] = []
+    for index in range(2):
+        try:
+            outcomes.append(
+                await run_embedded_agent(
+                    session_id="s",
+                    session_key="agent:main:test:s",
+                    session_file=root / "s.jsonl",
+                    workspace_dir=root / "ws",
+                    config=_config(provider),
+                    prompt=f"turn {index}",
+                    timeout_ms=30_000,
+                    run_id=f"r{index}",
+                    agent_dir=root / "agent",
+                    run_queue=CommandQueue(),
+                )
+            )
+        except ClawpiError as exc:
+            outcomes.append(exc)
+    return outcomes
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=st.lists(responses, max_size=4))
+def test_any_model_output_answers_and_leaves_a_replayable_session(
+    script: list[FauxResponse],
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        outcomes = asyncio.run(_turns(script, root))
+        for outcome in outcomes:
+            if isinstance(outcome, ClawpiError):
+                continue
+            # (no payload at all is a silent reply: an empty answer, or NO_REPLY)
+            for payload in outcome.payloads:
+                assert HIDDEN not in (payload.text or "")
+        if (root / "s.jsonl").exists():
+            context = SessionManager.open(root / "s.jsonl").build_session_context()
+            users = [m for m in context.messages if m.get("role") == "user"]
+            assert [u["content"][0]["text"] for u in users][-1:] == ["turn 1"]
+            for api, provider in TARGET_APIS:  # what each provider would be sent
+                target = Model(id="target", api=api, provider=provider)
+                _assert_valid_replay(transform_messages(context.messages, target))
