@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.bounded import remember
 from clawpi.ai.models import Model
@@ -35,6 +33,7 @@ from clawpi.runner.compact import resolve_compaction_timeout_ms
 from clawpi.runner.config import (
     agent_defaults,
     compaction_settings,
+    config_key,
     resolve_llm_idle_timeout_ms,
 )
 from clawpi.runner.extensions.compaction_safeguard import (
@@ -271,7 +270,7 @@ def _run_tools(params: AttemptParams) -> list[Any]:
     signal per call from the agent (which the run's signal aborts) and the session's process
     scope from `run_scope`, so they can be shared between runs and sessions."""
     model = params.model
-    key = orjson.dumps(
+    key = config_key(
         [
             str(params.workspace_dir),
             model.api,
@@ -281,11 +280,9 @@ def _run_tools(params: AttemptParams) -> list[Any]:
             params.prompt_mode,
             params.config.get("tools"),
             agent_defaults(params.config).get("sandbox"),
-        ],
-        option=orjson.OPT_SORT_KEYS,
-        default=str,
+        ]
     )
-    tools = _tool_cache.get(key)
+    tools = _tool_cache.get(key) if key is not None else None
     if tools is None:
         tools = build_run_tools(
             params.config,
@@ -296,7 +293,8 @@ def _run_tools(params: AttemptParams) -> list[Any]:
             scope_key=None,  # per run: `run_scope`, set by the attempt
             is_subagent=params.prompt_mode == "minimal",
         )
-        remember(_tool_cache, key, tools, _TOOL_CACHE_SIZE)
+        if key is not None:
+            remember(_tool_cache, key, tools, _TOOL_CACHE_SIZE)
     return list(tools)
 
 

@@ -74,6 +74,15 @@ def _read_config_file(path: str) -> dict[str, Any]:
     return data
 
 
+def config_key(value: Any) -> bytes | None:
+    """Config data as a cache key (its JSON, keys sorted); None when JSON cannot hold it (an
+    integer beyond 64 bits, a key that is not a string): then the caller does not cache."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+    except TypeError:
+        return None
+
+
 def get_path(config: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
     """`get_path(cfg, "agents.defaults.timeoutSeconds", 600)`; missing or null -> default."""
     current: Any = config

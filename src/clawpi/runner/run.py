@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.bounded import remember
 from clawpi.ai.errors import (
@@ -57,6 +55,7 @@ from clawpi.runner.auth_store import load_auth_profile_store
 from clawpi.runner.compact import compact_session_file
 from clawpi.runner.config import (
     agent_defaults,
+    config_key,
     configured_fallbacks,
     configured_primary,
     get_path,
@@ -165,13 +164,9 @@ resolved against (a new registry, after models.json or auth.json changed, resolv
 def _resolution_key(provider: str, model_id: str, config: Mapping[str, Any]) -> bytes | None:
     """Everything model resolution reads: the ids, `models` and `agents.defaults.contextTokens`
     (None when the config holds something JSON cannot: then nothing is cached)."""
-    try:
-        return orjson.dumps(
-            [provider, model_id, config.get("models"), agent_defaults(config).get("contextTokens")],
-            option=orjson.OPT_SORT_KEYS,
-        )
-    except TypeError:
-        return None
+    return config_key(
+        [provider, model_id, config.get("models"), agent_defaults(config).get("contextTokens")]
+    )
 
 
 _REGISTRY_FILES = ("auth.json", "models.json")

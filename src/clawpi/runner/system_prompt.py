@@ -221,10 +221,14 @@ class PromptSection:
 # -- bootstrap files --------------------------------------------------------------------------
 
 
+_MAX_CHARS_SETTING = 2**53
+"""Larger limits are all "no limit" (and JSON, where configs come from, stops there)."""
+
+
 def _positive_int(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         return None
-    return int(value) if value > 0 and value != float("inf") else None
+    return min(int(value), _MAX_CHARS_SETTING) if 0 < value < float("inf") else None
 
 
 def resolve_bootstrap_max_chars(config: Mapping[str, Any] | None) -> int:
