@@ -396,11 +396,12 @@ class AgentSession:
         if expand_prompt_templates and text.startswith("/") and await self._run_command(text):
             return
         image_list = list(images or [])
-        text, image_list, handled = await self.extensions.emit_input(
-            text, image_list, source, self.ext_context()
-        )
-        if handled:
-            return
+        if self.extensions.has_handlers("input"):  # (no extension context built for nobody)
+            text, image_list, handled = await self.extensions.emit_input(
+                text, image_list, source, self.ext_context()
+            )
+            if handled:
+                return
         if expand_prompt_templates:
             text = self._expand(text)
         if self.is_streaming:
@@ -418,9 +419,12 @@ class AgentSession:
         messages: list[Any] = [user_message(text, image_list)]
         messages.extend(self._next_turn)
         self._next_turn = []
-        injected, system_prompt = await self.extensions.emit_before_agent_start(
-            text, image_list, self._base_system_prompt, self.ext_context()
-        )
+        injected: list[dict[str, Any]] = []
+        system_prompt: str | None = None
+        if self.extensions.has_handlers("before_agent_start"):
+            injected, system_prompt = await self.extensions.emit_before_agent_start(
+                text, image_list, self._base_system_prompt, self.ext_context()
+            )
         messages.extend(_custom_message(item) for item in injected)
         self.agent.state.system_prompt = system_prompt or self._base_system_prompt
         await self._run(self.agent.prompt(messages))
