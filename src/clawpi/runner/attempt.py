@@ -61,6 +61,7 @@ from clawpi.sdk import AgentSession, AuthStorage, ModelRegistry, ResourceLoader,
 from clawpi.sdk.factory import create_agent_session
 from clawpi.session import FsyncMode, SessionManager, SessionManagerCache
 from clawpi.session.guard import install_tool_result_guard
+from clawpi.session.paths import parent_path
 from clawpi.tools.process_registry import run_scope
 
 log = logging.getLogger(__name__)
@@ -166,7 +167,9 @@ def _open_session(path: Path, workspace: Path, fsync: FsyncMode) -> SessionManag
             manager = SessionManager.open(path)
         manager.fsync = fsync  # this run's setting, whichever run opened the manager
     else:
-        manager = SessionManager.create(workspace, path.parent, fsync=fsync, session_file=path)
+        manager = SessionManager.create(
+            workspace, parent_path(path), fsync=fsync, session_file=path
+        )
         _managers.put(path, manager)  # a new chat's next message need not read its file back
     _busy.add(id(manager))
     return manager

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from clawpi.sdk.json_file import read_json_object, update_json_file
-from clawpi.session.paths import as_path
+from clawpi.session.paths import joined_path
 
 AUTH_PROFILES_FILENAME = "auth-profiles.json"
 AUTH_STORE_VERSION = 1
@@ -36,7 +36,7 @@ def normalize_provider_id(provider: str) -> str:
 
 
 def auth_profiles_path(agent_dir: Path | str) -> Path:
-    return as_path(agent_dir) / AUTH_PROFILES_FILENAME
+    return joined_path(agent_dir, AUTH_PROFILES_FILENAME)
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -51,6 +51,29 @@ def real_directory_path(directory: str | os.PathLike[str]) -> Path:
     return path
 
 
+_joined: dict[tuple[str, str], Path] = {}
+_parents: dict[str, Path] = {}
+
+
+def joined_path(directory: str | os.PathLike[str], name: str) -> Path:
+    """`Path(directory) / name`, the same object for the same pair: a path built per message
+    (a store file in the agent dir) is parsed and printed once, not on every message."""
+    key = (os.fspath(directory), name)
+    path = _joined.get(key)
+    if path is None:
+        path = remember(_joined, key, Path(key[0], name), _CACHE_SIZE)
+    return path
+
+
+def parent_path(path: str | os.PathLike[str]) -> Path:
+    """`Path(path).parent`, the same object for the same path (see `joined_path`)."""
+    key = os.fspath(path)
+    parent = _parents.get(key)
+    if parent is None:
+        parent = remember(_parents, key, Path(os.path.dirname(key) or "."), _CACHE_SIZE)
+    return parent
+
+
 def state_dir() -> Path:
     value = os.environ.get(STATE_DIR_ENV)
     return Path(value).expanduser() if value else Path.home() / ".clawpi"
