@@ -123,19 +123,7 @@ def make_env(root: Path, delay_s: float, cap: int) -> tuple[FunctionProvider, di
         return FauxResponse(content=[faux_text(ANSWER)])
 
     provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
-    config = {
-        "models": {
-            "providers": {
-                "faux": {
-                    "api": provider.model.api,
-                    "baseUrl": provider.model.base_url,
-                    "apiKey": "x",
-                    "models": [{"id": "faux-1"}],
-                }
-            }
-        },
-        "agents": {"defaults": {"model": {"primary": "faux/faux-1"}, "maxConcurrent": cap}},
-    }
+    config = provider.openclaw_config(maxConcurrent=cap)
     (root / "workspace").mkdir(parents=True, exist_ok=True)
     return provider, config
 

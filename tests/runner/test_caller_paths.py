@@ -25,21 +25,7 @@ from clawpi.testing.faux import FauxResponse, faux_text
 
 
 def _config(provider: FunctionProvider, timeout_seconds: int = 30) -> dict[str, Any]:
-    return {
-        "models": {
-            "providers": {
-                "faux": {
-                    "api": provider.model.api,
-                    "baseUrl": provider.model.base_url,
-                    "apiKey": "x",
-                    "models": [{"id": "faux-1"}],
-                }
-            }
-        },
-        "agents": {
-            "defaults": {"model": {"primary": "faux/faux-1"}, "timeoutSeconds": timeout_seconds}
-        },
-    }
+    return provider.openclaw_config(timeoutSeconds=timeout_seconds)
 
 
 def _run(name: str, workspace: str | Path, config: Any, queue: CommandQueue) -> Any:

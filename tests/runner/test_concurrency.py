@@ -55,21 +55,7 @@ class Harness:
         self.tmp = tmp_path
         self.provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
         self.queue = CommandQueue()
-        self.config: dict[str, Any] = {
-            "models": {
-                "providers": {
-                    "faux": {
-                        "api": self.provider.model.api,
-                        "baseUrl": self.provider.model.base_url,
-                        "apiKey": "x",
-                        "models": [{"id": "faux-1"}],
-                    }
-                }
-            },
-            "agents": {
-                "defaults": {"model": {"primary": "faux/faux-1"}, "maxConcurrent": max_concurrent}
-            },
-        }
+        self.config: dict[str, Any] = self.provider.openclaw_config(maxConcurrent=max_concurrent)
         self.prefix = f"c{next(_ids)}"
 
     def session_id(self, name: str) -> str:

@@ -53,19 +53,7 @@ async def _schedule(root: Path, plan: list[tuple[str, str, bool]], pauses: list[
         return FauxResponse(content=[faux_text(f"re: {users[-1] if users else ''}")])
 
     provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
-    config = {
-        "models": {
-            "providers": {
-                "faux": {
-                    "api": provider.model.api,
-                    "baseUrl": provider.model.base_url,
-                    "apiKey": "x",
-                    "models": [{"id": "faux-1"}],
-                }
-            }
-        },
-        "agents": {"defaults": {"model": {"primary": "faux/faux-1"}, "maxConcurrent": 2}},
-    }
+    config = provider.openclaw_config(maxConcurrent=2)
     queue = CommandQueue()
     submitted: dict[str, list[str]] = {name: [] for name in SESSIONS}
     runs: list[tuple[str, str, asyncio.Task[EmbeddedRunResult]]] = []

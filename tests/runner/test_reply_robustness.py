@@ -66,20 +66,9 @@ responses = st.builds(
 
 
 def _config(provider: FunctionProvider) -> dict[str, Any]:
-    return {
-        "models": {
-            "providers": {
-                "faux": {
-                    "api": provider.model.api,
-                    "baseUrl": provider.model.base_url,
-                    "apiKey": "x",
-                    "models": [{"id": "faux-1"}],
-                }
-            }
-        },
-        "agents": {"defaults": {"model": {"primary": "faux/faux-1"}, "timeoutSeconds": 30}},
-        "tools": {"allow": ["read", "ls", "find", "grep"]},
-    }
+    config = provider.openclaw_config(timeoutSeconds=30)
+    config["tools"] = {"allow": ["read", "ls", "find", "grep"]}
+    return config
 
 
 TARGET_APIS = (

@@ -136,6 +136,17 @@ def positive_number(value: Any) -> float | None:
     return value if 0 < value < float("inf") else None
 
 
+LARGEST_COUNT = 2**53
+"""Counts (tokens, characters, runs) above this all mean "no limit"; JSON numbers stop here."""
+
+
+def positive_int(value: Any) -> int | None:
+    """A config count: a number of 1 or more (its whole part, capped at `LARGEST_COUNT`);
+    anything else (0, -1, 0.5, a string, null, NaN) is None, for the caller's default."""
+    number = positive_number(value)
+    return min(int(number), LARGEST_COUNT) if number is not None and number >= 1 else None
+
+
 def resolve_timeout_ms(config: Mapping[str, Any], timeout_ms: int | None) -> int:
     """The run override when positive, else `agents.defaults.timeoutSeconds` (default 600 s)."""
     if timeout_ms is not None and timeout_ms > 0:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from clawpi.ai.abort import AbortSignal
-from clawpi.runner.config import agent_defaults
+from clawpi.runner.config import agent_defaults, positive_int
 from clawpi.runner.run_queue import (
     CommandLaneAbortError,
     CommandLaneClearedError,
@@ -49,22 +49,16 @@ def resolve_global_lane(lane: str | None = None) -> str:
     return (lane or "").strip() or MAIN_LANE
 
 
-def _positive_int(value: Any, default: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
-        return default
-    return int(value)
-
-
 def resolve_lane_max_concurrent(config: Mapping[str, Any] | None, lane: str) -> int | None:
     """The configured cap of a global lane: `agents.defaults.maxConcurrent` (4) for `main`,
     `agents.defaults.subagents.maxConcurrent` (8) for `subagent`; None for other lanes."""
     defaults = agent_defaults(config)
     if lane == MAIN_LANE:
-        return _positive_int(defaults.get("maxConcurrent"), DEFAULT_MAX_CONCURRENT)
+        return positive_int(defaults.get("maxConcurrent")) or DEFAULT_MAX_CONCURRENT
     if lane == SUBAGENT_LANE:
         sub = defaults.get("subagents")
         value = sub.get("maxConcurrent") if isinstance(sub, Mapping) else None
-        return _positive_int(value, DEFAULT_SUBAGENT_MAX_CONCURRENT)
+        return positive_int(value) or DEFAULT_SUBAGENT_MAX_CONCURRENT
     return None
 
 

@@ -8,7 +8,7 @@ from typing import Any, Literal, cast
 
 from clawpi.ai.models import InputKind, Model, model_cost_from_dict
 from clawpi.errors import ConfigError
-from clawpi.runner.config import DEFAULT_CONTEXT_TOKENS, agent_defaults, get_path
+from clawpi.runner.config import DEFAULT_CONTEXT_TOKENS, agent_defaults, get_path, positive_int
 from clawpi.runner.config_fields import (
     optional_bool,
     optional_mapping,
@@ -165,14 +165,6 @@ def _model_from_config(
     )
 
 
-def _positive_int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if value != value or value in (float("inf"), float("-inf")) or value <= 0:
-        return None
-    return int(value)
-
-
 def resolve_context_window_info(model: Model, config: Mapping[str, Any]) -> ContextWindowInfo:
     """models config -> the model's own window -> default; then capped by agents.defaults.contextTokens."""
     info: ContextWindowInfo | None = None
@@ -180,17 +172,17 @@ def resolve_context_window_info(model: Model, config: Mapping[str, Any]) -> Cont
     if configured is not None:
         for raw in _provider_models(*configured):
             if raw.get("id") == model.id:
-                tokens = _positive_int(raw.get("contextWindow"))
+                tokens = positive_int(raw.get("contextWindow"))
                 if tokens is not None:
                     info = ContextWindowInfo(tokens, "modelsConfig")
     if info is None:
-        tokens = _positive_int(model.context_window)
+        tokens = positive_int(model.context_window)
         info = (
             ContextWindowInfo(tokens, "model")
             if tokens
             else ContextWindowInfo(DEFAULT_CONTEXT_TOKENS, "default")
         )
-    cap = _positive_int(agent_defaults(config).get("contextTokens"))
+    cap = positive_int(agent_defaults(config).get("contextTokens"))
     if cap is not None and cap < info.tokens:
         info = ContextWindowInfo(cap, "agentContextTokens")
     return info

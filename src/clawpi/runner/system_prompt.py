@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clawpi.reply.directives import SILENT_REPLY_TOKEN
-from clawpi.runner.config import agent_defaults
+from clawpi.runner.config import agent_defaults, positive_int
 from clawpi.sdk.resources import Skill
 from clawpi.sdk.system_prompt import format_skills
 
@@ -221,23 +221,13 @@ class PromptSection:
 # -- bootstrap files --------------------------------------------------------------------------
 
 
-_MAX_CHARS_SETTING = 2**53
-"""Larger limits are all "no limit" (and JSON, where configs come from, stops there)."""
-
-
-def _positive_int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        return None
-    return min(int(value), _MAX_CHARS_SETTING) if 0 < value < float("inf") else None
-
-
 def resolve_bootstrap_max_chars(config: Mapping[str, Any] | None) -> int:
-    value = _positive_int(agent_defaults(config).get("bootstrapMaxChars"))
+    value = positive_int(agent_defaults(config).get("bootstrapMaxChars"))
     return value or DEFAULT_BOOTSTRAP_MAX_CHARS
 
 
 def resolve_bootstrap_total_max_chars(config: Mapping[str, Any] | None) -> int:
-    value = _positive_int(agent_defaults(config).get("bootstrapTotalMaxChars"))
+    value = positive_int(agent_defaults(config).get("bootstrapTotalMaxChars"))
     return value or DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS
 
 

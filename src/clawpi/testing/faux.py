@@ -136,6 +136,22 @@ class _ScriptedBase:
     async def _next_response(self, context: Context, options: StreamOptions) -> FauxResponse:
         raise NotImplementedError
 
+    def openclaw_config(self, **agent_defaults: Any) -> dict[str, Any]:
+        """An OpenClaw config (`run_embedded_agent(config=...)`) whose primary model is this
+        one, with a placeholder API key, and `agent_defaults` under `agents.defaults`."""
+        model = self.model
+        provider = {
+            "api": model.api,
+            "baseUrl": model.base_url,
+            "apiKey": "x",
+            "models": [{"id": model.id}],
+        }
+        primary = {"model": {"primary": f"{model.provider}/{model.id}"}}
+        return {
+            "models": {"providers": {model.provider: provider}},
+            "agents": {"defaults": {**primary, **agent_defaults}},
+        }
+
     async def _stream(
         self, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
