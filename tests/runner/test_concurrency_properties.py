@@ -23,7 +23,7 @@ from clawpi.runner.result import EmbeddedRunResult
 from clawpi.session import SessionManager
 from clawpi.testing import FunctionProvider
 from clawpi.testing.faux import FauxResponse, faux_text
-from tests.runner.test_reply_robustness import _assert_valid_replay
+from tests.runner.replay import assert_valid_replay
 
 SESSIONS = ("a", "b", "c")
 
@@ -104,7 +104,7 @@ async def _schedule(root: Path, plan: list[tuple[str, str, bool]], pauses: list[
             continue
         manager = SessionManager.open(path)
         messages = manager.build_session_context().messages
-        _assert_valid_replay(messages)
+        assert_valid_replay(messages)
         on_disk = [
             _text(m) for m in messages if m.get("role") == "user" and not _text(m).startswith("s")
         ]

@@ -24,8 +24,6 @@ import pytest
 import clawpi.ai.providers.openai_completions  # noqa: F401
 from clawpi.ai.abort import AbortController
 from clawpi.ai.errors import FailoverError
-from clawpi.ai.models import Model
-from clawpi.ai.transform import transform_messages
 from clawpi.reply.user_text import (
     AUTH_ERROR_TEXT,
     CONTEXT_OVERFLOW_TEXT,
@@ -47,19 +45,13 @@ from tests.fakes.openai_sse import (
     tool_call_chunks,
     usage_chunk,
 )
+from tests.runner.replay import assert_replays_for_every_api
 
 MAIN = "main-model"
 BACKUP = "backup-model"
 NO_BACKOFF = BackoffPolicy(initial_ms=0, max_ms=0)
 IDLE_S = 2
 STALL_S = 3 * IDLE_S
-TARGET_APIS = (
-    ("openai-completions", "openai"),
-    ("openai-responses", "openai"),
-    ("anthropic-messages", "anthropic"),
-    ("google-generative-ai", "google"),
-)
-
 Responder = Callable[[RecordedRequest], FakeResponse]
 
 
@@ -206,10 +198,7 @@ class Env:
             assert prompt in branch, f"user turn {prompt!r} was lost: {branch}"
         in_context = [_user_text(m) for m in messages if m.get("role") == "user"]
         assert self.prompts[-1] in in_context, "the latest user turn is not in the context"
-        for api, provider in TARGET_APIS:
-            target = Model(id="target", api=api, provider=provider)
-            replay = transform_messages(messages, target)  # type: ignore[arg-type]
-            _assert_valid_replay(replay, api)
+        assert_replays_for_every_api(messages)
         return messages
 
 
@@ -218,23 +207,6 @@ def _user_text(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return "".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
-
-
-def _assert_valid_replay(messages: list[Any], api: str) -> None:
-    pending: dict[str, str] = {}
-    for message in messages:
-        role = message.get("role")
-        assert role in ("user", "assistant", "toolResult"), f"{api}: bad role {role!r}"
-        if role == "toolResult":
-            assert message["toolCallId"] in pending, f"{api}: result without a call"
-            pending.pop(message["toolCallId"])
-            continue
-        assert not pending, f"{api}: tool calls without results: {sorted(pending)}"
-        if role == "assistant":
-            for block in message.get("content") or []:
-                if block.get("type") == "toolCall":
-                    pending[block["id"]] = block["name"]
-    assert not pending, f"{api}: tool calls without results at the end: {sorted(pending)}"
 
 
 @pytest.fixture

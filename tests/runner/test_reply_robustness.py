@@ -12,9 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clawpi.ai.models import Model
 from clawpi.ai.stream import StreamOptions
-from clawpi.ai.transform import transform_messages
 from clawpi.ai.types import Context
 from clawpi.errors import ClawpiError
 from clawpi.runner import run_embedded_agent
@@ -22,6 +20,7 @@ from clawpi.runner.lanes import CommandQueue
 from clawpi.session import SessionManager
 from clawpi.testing import FunctionProvider
 from clawpi.testing.faux import FauxResponse, faux_text, faux_thinking, faux_tool_call
+from tests.runner.replay import assert_replays_for_every_api
 
 MARKERS = [
     "<think>",
@@ -69,32 +68,6 @@ def _config(provider: FunctionProvider) -> dict[str, Any]:
     config = provider.openclaw_config(timeoutSeconds=30)
     config["tools"] = {"allow": ["read", "ls", "find", "grep"]}
     return config
-
-
-TARGET_APIS = (
-    ("openai-completions", "openai"),
-    ("openai-responses", "openai"),
-    ("anthropic-messages", "anthropic"),
-    ("google-generative-ai", "google"),
-)
-
-
-def _assert_valid_replay(messages: list[Any]) -> None:
-    """Every tool call answered by one result before the next turn, and only model roles."""
-    pending: set[str] = set()
-    for message in messages:
-        role = message.get("role")
-        assert role in ("user", "assistant", "toolResult"), role
-        if role == "toolResult":
-            assert message["toolCallId"] in pending, message
-            pending.discard(message["toolCallId"])
-            continue
-        assert not pending, f"calls without results: {sorted(pending)}"
-        if role == "assistant":
-            for block in message.get("content") or []:
-                if block.get("type") == "toolCall":
-                    pending.add(block["id"])
-    assert not pending, f"calls without results at the end: {sorted(pending)}"
 
 
 async def _turns(script: list[FauxResponse], root: Path) -> list[Any]:
@@ -146,6 +119,4 @@ def test_any_model_output_answers_and_leaves_a_replayable_session(
             context = SessionManager.open(root / "s.jsonl").build_session_context()
             users = [m for m in context.messages if m.get("role") == "user"]
             assert [u["content"][0]["text"] for u in users][-1:] == ["turn 1"]
-            for api, provider in TARGET_APIS:  # what each provider would be sent
-                target = Model(id="target", api=api, provider=provider)
-                _assert_valid_replay(transform_messages(context.messages, target))
+            assert_replays_for_every_api(context.messages)
