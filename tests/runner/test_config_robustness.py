@@ -159,6 +159,17 @@ def _set(config: dict[str, Any], path: tuple[str | int, ...], value: Any) -> Non
     node[path[-1]] = value
 
 
+def _changed(base: dict[str, Any], changes: list[tuple[tuple[str | int, ...], Any]]) -> Any:
+    """A deep copy of `base` with each change applied where its path still exists."""
+    result = copy.deepcopy(base)
+    for path, value in changes:
+        try:
+            _set(result, path, value)
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier change replaced a parent of this path
+    return result
+
+
 async def _run(config: dict[str, Any], root: Path) -> Any:
     return await run_embedded_agent(
         session_id="s",
@@ -183,12 +194,7 @@ async def _run(config: dict[str, Any], root: Path) -> Any:
 def test_any_value_anywhere_in_the_config_answers_or_fails_with_a_clawpi_error(
     changes: list[tuple[tuple[str | int, ...], Any]],
 ) -> None:
-    config = copy.deepcopy(BASE)
-    for path, value in changes:
-        try:
-            _set(config, path, value)
-        except (KeyError, IndexError, TypeError):
-            continue  # an earlier change replaced a parent of this path
+    config = _changed(BASE, changes)
     with tempfile.TemporaryDirectory() as tmp:
         try:
             result = asyncio.run(_run(config, Path(tmp)))
@@ -324,12 +330,7 @@ STORE_PATHS = _paths(STORE)
 def test_any_value_anywhere_in_the_auth_profile_store_answers_or_fails_with_a_clawpi_error(
     changes: list[tuple[tuple[str | int, ...], Any]],
 ) -> None:
-    store = copy.deepcopy(STORE)
-    for path, value in changes:
-        try:
-            _set(store, path, value)
-        except (KeyError, IndexError, TypeError):
-            continue
+    store = _changed(STORE, changes)
     config = copy.deepcopy(BASE)
     del config["models"]["providers"]["faux"]["apiKey"]  # keys come from the store
     with tempfile.TemporaryDirectory() as tmp:
