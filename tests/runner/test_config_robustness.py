@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,12 @@ from clawpi.runner.lanes import CommandQueue
 from clawpi.testing import FunctionProvider
 from clawpi.testing.faux import FauxResponse, faux_text
 
+SEEN_DEMO_ENV: list[str | None] = []
+"""What the skill variable `DEMO` was while the model answered."""
+
 
 async def _answer(_context: Context, _options: StreamOptions) -> FauxResponse:
+    SEEN_DEMO_ENV.append(os.environ.get("DEMO"))
     return FauxResponse(content=[faux_text("fine")])
 
 
@@ -64,6 +69,7 @@ BASE: dict[str, Any] = {
             "bootstrapMaxChars": 20_000,
             "bootstrapTotalMaxChars": 50_000,
             "imageMaxDimensionPx": 1200,
+            "toolResultMaxChars": 400_000,
             "llm": {"idleTimeoutSeconds": 60},
             "compaction": {
                 "mode": "safeguard",
@@ -171,6 +177,9 @@ def _changed(base: dict[str, Any], changes: list[tuple[tuple[str | int, ...], An
 
 
 async def _run(config: dict[str, Any], root: Path) -> Any:
+    skill = root / "agent" / "skills" / "demo"  # the skill `skills.entries.demo` configures
+    skill.mkdir(parents=True, exist_ok=True)
+    (skill / "SKILL.md").write_text("---\nname: demo\ndescription: A demo skill.\n---\nDemo.\n")
     return await run_embedded_agent(
         session_id="s",
         session_key="agent:main:telegram:direct:42",
@@ -195,19 +204,29 @@ def test_any_value_anywhere_in_the_config_answers_or_fails_with_a_clawpi_error(
     changes: list[tuple[tuple[str | int, ...], Any]],
 ) -> None:
     config = _changed(BASE, changes)
+    environ, cwd = dict(os.environ), os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
         try:
             result = asyncio.run(_run(config, Path(tmp)))
         except ClawpiError:
+            result = None
+        # skill env overrides and the workspace cwd are undone, whatever the config held
+        assert dict(os.environ) == environ
+        assert os.getcwd() == cwd
+        if result is None:
             return
         assert result.payloads, result
         assert all(isinstance(payload.text, str | None) for payload in result.payloads)
 
 
-def test_the_unchanged_config_answers() -> None:
+def test_the_unchanged_config_answers_with_the_skill_env_set_only_during_the_run() -> None:
+    SEEN_DEMO_ENV.clear()
+    assert "DEMO" not in os.environ
     with tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(_run(copy.deepcopy(BASE), Path(tmp)))
     assert [payload.text for payload in result.payloads] == ["fine"]
+    assert SEEN_DEMO_ENV == ["1"]
+    assert "DEMO" not in os.environ
 
 
 def _run_with(changes: list[tuple[tuple[str | int, ...], Any]]) -> Any:

@@ -62,9 +62,9 @@ def now_ms() -> int:
 
 
 def _num(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return None
-    return int(value)
+    return None if value in (float("inf"), float("-inf")) else int(value)
 
 
 def _get(config: Mapping[str, Any] | None, *path: str) -> Any:

@@ -120,9 +120,10 @@ def parse_session_key(session_key: str | None) -> SessionKeyParts | None:
 
 
 def _as_limit(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A configured limit (0 or less: none); not a finite number: not configured."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         return None
-    return int(value)
+    return None if value in (float("inf"), float("-inf")) else int(value)
 
 
 def _lookup(section: Mapping[str, Any], parts: SessionKeyParts) -> int | None:

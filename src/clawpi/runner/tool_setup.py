@@ -9,7 +9,7 @@ from typing import Any, cast
 from clawpi.agent import AgentTool
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.models import Model
-from clawpi.runner.config import agent_defaults, get_path
+from clawpi.runner.config import agent_defaults, get_path, positive_int
 from clawpi.tools import ProcessRegistry, ToolPolicy, ToolPolicyConfig, create_coding_tools
 
 _DEFAULT_YIELD_MS = 10_000
@@ -109,5 +109,4 @@ def _non_negative(value: Any, default: float) -> float:
 
 
 def image_max_dimension(config: Mapping[str, Any]) -> int | None:
-    value = agent_defaults(config).get("imageMaxDimensionPx")
-    return int(value) if isinstance(value, (int, float)) and value > 0 else None
+    return positive_int(agent_defaults(config).get("imageMaxDimensionPx"))

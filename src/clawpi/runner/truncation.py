@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from clawpi.errors import ClawpiError
-from clawpi.runner.config import get_path
+from clawpi.runner.config import get_path, positive_int
 from clawpi.session.entries import Entry
 from clawpi.session.store import SessionManager
 
@@ -59,10 +59,8 @@ def calculate_max_tool_result_chars(
 
 def resolve_tool_result_hard_max(config: Mapping[str, Any] | None) -> int:
     """`agents.defaults.toolResultMaxChars` when set to a positive number, else 400,000."""
-    value = get_path(config or {}, "agents.defaults.toolResultMaxChars")
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return int(value)
-    return HARD_MAX_TOOL_RESULT_CHARS
+    value = positive_int(get_path(config or {}, "agents.defaults.toolResultMaxChars"))
+    return value or HARD_MAX_TOOL_RESULT_CHARS
 
 
 def _has_important_tail(text: str) -> bool:

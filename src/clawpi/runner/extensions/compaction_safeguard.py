@@ -609,6 +609,8 @@ class CompactionSafeguardRuntime:
 def _clamped_int(value: Any, default: int, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         return default
+    if value in (float("inf"), float("-inf")):  # (int() of which raises)
+        return maximum if value > 0 else 0
     return min(maximum, max(0, int(value)))
 
 
