@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +47,27 @@ def test_cache_reuses_the_open_manager_until_the_file_changes_elsewhere(tmp_path
     fresh = cache.get(file)
     assert fresh is not first
     assert fresh.get_entries()[-1]["message"]["content"] == "someone else"
+
+
+def test_an_edit_in_place_that_keeps_the_size_is_seen(tmp_path: Path) -> None:
+    """Same inode, same size, new bytes (an editor writing in place): the modification time
+    past the manager's last look tells."""
+    file = _session(tmp_path)
+    cache = SessionManagerCache(ttl_ms=60_000)
+    first = cache.get(file)
+    first.append_message({"role": "user", "content": "helo", "timestamp": 2})
+    assert cache.get(file) is first
+    inode = file.stat().st_ino
+    with open(file, "r+b") as handle:  # fix the typo without changing the length
+        data = handle.read()
+        handle.seek(0)
+        handle.write(data.replace(b'"helo"', b'"hell"'))
+    later = time.time_ns() + 2_000_000_000  # (not within the clock tick of the last write)
+    os.utime(file, ns=(later, later))
+    assert file.stat().st_ino == inode and len(file.read_bytes()) == len(data)
+    fresh = cache.get(file)
+    assert fresh is not first
+    assert fresh.get_entries()[-1]["message"]["content"] == "hell"
 
 
 def test_a_manager_that_created_its_file_is_reused_until_the_file_changes(

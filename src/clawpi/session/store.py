@@ -516,7 +516,8 @@ class SessionManager(SessionTree):
 
     def matches_disk(self) -> bool:
         """Whether the file on disk is exactly what this manager last read or wrote (nothing
-        appended or replaced by another process since)."""
+        appended, replaced or edited in place by another process since: same inode and size,
+        and not modified after the manager last looked)."""
         if not self.persist or self._writer is None or self.session_file is None:
             return True
         try:
@@ -525,7 +526,12 @@ class SessionManager(SessionTree):
             return not self._header_on_disk
         if self._writer.inode is None:
             return False
-        return stat.st_ino == self._writer.inode and stat.st_size == self._writer.size
+        writer = self._writer
+        return (
+            stat.st_ino == writer.inode
+            and stat.st_size == writer.size
+            and stat.st_mtime_ns <= writer.seen_ns
+        )
 
     # -- branching ----------------------------------------------------------------------------
 

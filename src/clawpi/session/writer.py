@@ -12,6 +12,7 @@ reported so the manager reloads it.
 from __future__ import annotations
 
 import os
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ class SessionWriter:
         self.size: int | None = None
         self.inode: int | None = None
         self.ends_with_newline = True
+        self.seen_ns = 0
+        """The clock just after this writer last read or wrote the file: a modification time
+        past it is someone else's, even one that kept the size (an edit in place)."""
         self._fd: int | None = None
         self._finalizer: weakref.finalize[[int], SessionWriter] | None = None
 
@@ -64,6 +68,7 @@ class SessionWriter:
         self.size = size
         self.inode = inode
         self.ends_with_newline = ends_with_newline
+        self.seen_ns = time.time_ns()
 
     def append(self, build: Callable[[Foreign], bytes]) -> None:
         """Under the lock: learn what others wrote, then write `build(foreign)` in one call.
@@ -86,6 +91,7 @@ class SessionWriter:
             if not self.ends_with_newline:
                 data = b"\n" + data
             _write_all(fd, data)
+            self.seen_ns = time.time_ns()
             self.size = (self.size or 0) + len(data)
             self.ends_with_newline = True
         finally:
@@ -136,6 +142,7 @@ class SessionWriter:
             stat = self.path.stat()
             self.size, self.inode = stat.st_size, stat.st_ino
             self.ends_with_newline = True
+            self.seen_ns = time.time_ns()
 
 
 def _write_all(fd: int, data: bytes) -> None:
