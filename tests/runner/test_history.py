@@ -161,6 +161,32 @@ def test_an_orphaned_trailing_user_message_is_branched_past(tmp_path: Any) -> No
     assert branch_past_orphaned_user_message(reopened) is not None  # the new one is a leaf too
 
 
+def test_an_orphaned_user_message_whose_parent_was_lost_starts_a_new_root(
+    tmp_path: Any,
+) -> None:
+    """Damage can take the entry a message hangs from (repair keeps the message as a root)."""
+    import orjson
+
+    from clawpi.runner.history import branch_past_orphaned_user_message
+    from clawpi.session import SessionManager
+
+    path = tmp_path / "s.jsonl"
+    session = SessionManager.open(path)
+    session.append_message(user("hi"))
+    session.append_message(assistant())
+    lines = path.read_bytes().splitlines()
+    lost = {"type": "message", "id": "u2", "parentId": "gone", "timestamp": "x"}
+    lost["message"] = user("after the damage")
+    path.write_bytes(b"\n".join([*lines, orjson.dumps(lost)]) + b"\n")
+    reopened = SessionManager.open(path)
+    orphan = branch_past_orphaned_user_message(reopened)
+    assert orphan is not None and orphan["content"] == "after the damage"
+    assert reopened.get_leaf_id() is None
+    reopened.append_message(user("new prompt"))
+    roles = [m["role"] for m in SessionManager.open(path).build_session_context().messages]
+    assert roles == ["user"]
+
+
 def test_a_session_ending_with_a_reply_is_left_alone(tmp_path: Any) -> None:
     from clawpi.runner.history import branch_past_orphaned_user_message
     from clawpi.session import SessionManager

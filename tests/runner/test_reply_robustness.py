@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ from clawpi.session import SessionManager
 from clawpi.testing import FunctionProvider
 from clawpi.testing.faux import FauxResponse, faux_text, faux_thinking, faux_tool_call
 from tests.runner.replay import assert_replays_for_every_api
+from tests.session.test_properties import _corrupt, corruptions
 
 MARKERS = [
     "<think>",
@@ -120,3 +122,49 @@ def test_any_model_output_answers_and_leaves_a_replayable_session(
             users = [m for m in context.messages if m.get("role") == "user"]
             assert [u["content"][0]["text"] for u in users][-1:] == ["turn 1"]
             assert_replays_for_every_api(context.messages)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=corruptions, answers=st.lists(texts, min_size=3, max_size=3))
+def test_a_session_file_damaged_between_turns_still_answers_and_is_left_valid(
+    ops: list[tuple[str, float, bytes]], answers: list[str]
+) -> None:
+    """Another hand (an editor, a crash elsewhere) damages the file while the runner keeps the
+    session's manager open between messages: the next turn still answers, and what is on disk
+    afterwards parses line by line and replays validly."""
+
+    async def scenario(root: Path) -> None:
+        replies = iter(answers)
+
+        async def answer(_context: Context, _options: StreamOptions) -> FauxResponse:
+            return FauxResponse(content=[faux_text(next(replies, "done") or "ok")])
+
+        provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
+        config = _config(provider)
+        path = root / "s.jsonl"
+        for index in range(3):
+            if index == 2:
+                path.write_bytes(_corrupt(path.read_bytes(), ops))
+            result = await run_embedded_agent(
+                session_id="s",
+                session_key="agent:main:test:s",
+                session_file=path,
+                workspace_dir=root / "ws",
+                config=config,
+                prompt=f"turn {index}",
+                timeout_ms=30_000,
+                run_id=f"r{index}",
+                agent_dir=root / "agent",
+                run_queue=CommandQueue(),
+            )
+            assert result.payloads or result.meta.error is None
+        for line in path.read_bytes().split(b"\n"):
+            if line.strip():
+                orjson.loads(line)
+        context = SessionManager.open(path).build_session_context()
+        assert_replays_for_every_api(context.messages)
+        users = [m for m in context.messages if m.get("role") == "user"]
+        assert users and users[-1]["content"][0]["text"] == "turn 2"
+
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(scenario(Path(tmp)))

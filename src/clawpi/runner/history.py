@@ -76,9 +76,9 @@ def branch_past_orphaned_user_message(session: SessionManager) -> Msg | None:
     if not isinstance(message, dict) or message.get("role") != "user":
         return None
     parent = leaf.get("parentId") if leaf is not None else None
-    if isinstance(parent, str):
+    if isinstance(parent, str) and session.get_entry(parent) is not None:
         session.branch(parent)
-    else:
+    else:  # a root, or its parent lost to damage (repair kept it as a root)
         session.reset_leaf()
     return message
 

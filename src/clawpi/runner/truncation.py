@@ -338,9 +338,9 @@ def truncate_oversized_tool_results_in_session(
     manager.set_interceptor(None)
     try:
         parent = branch[first].get("parentId")
-        if isinstance(parent, str):
+        if isinstance(parent, str) and manager.get_entry(parent) is not None:
             manager.branch(parent)
-        else:
+        else:  # the branch's root (its parent may have been lost to damage)
             manager.reset_leaf()
         ids: dict[str, str] = {}
         for index in range(first, len(branch)):
