@@ -23,6 +23,7 @@ from clawpi.runner.auth_store import (
     normalize_provider_id,
     update_auth_profile_store,
 )
+from clawpi.runner.config_fields import finite_int
 from clawpi.sdk.config_values import resolve_config_value
 
 MINUTE_MS = 60_000
@@ -59,12 +60,6 @@ ProfileSource = Literal["auto", "user"]
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _num(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return None
-    return None if value in (float("inf"), float("-inf")) else int(value)
 
 
 def _get(config: Mapping[str, Any] | None, *path: str) -> Any:
@@ -158,9 +153,9 @@ def profile_unusable_until(
     values = [
         v
         for v in (
-            _num(stats.get("cooldownUntil")),
-            _num(stats.get("disabledUntil")),
-            _num(_model_entry(stats, model).get("cooldownUntil")),
+            finite_int(stats.get("cooldownUntil")),
+            finite_int(stats.get("disabledUntil")),
+            finite_int(_model_entry(stats, model).get("cooldownUntil")),
         )
         if v is not None and v > 0
     ]
@@ -191,14 +186,14 @@ def clear_expired_cooldowns(store: AuthProfileStore, now: int | None = None) -> 
         if not isinstance(stats, dict):
             continue
         had_window = False
-        cooldown = _num(stats.get("cooldownUntil"))
+        cooldown = finite_int(stats.get("cooldownUntil"))
         if cooldown is not None:
             had_window = True
             if not _active(cooldown, current):
                 del stats["cooldownUntil"]
                 stats.pop("cooldownReason", None)
                 changed = True
-        disabled = _num(stats.get("disabledUntil"))
+        disabled = finite_int(stats.get("disabledUntil"))
         if disabled is not None:
             had_window = True
             if not _active(disabled, current):
@@ -212,13 +207,13 @@ def clear_expired_cooldowns(store: AuthProfileStore, now: int | None = None) -> 
                 if not isinstance(entry, dict):
                     continue
                 had_window = True
-                if not _active(_num(entry.get("cooldownUntil")), current):
+                if not _active(finite_int(entry.get("cooldownUntil")), current):
                     del models[key]
                     changed = True
             if not models:
                 del stats["modelCooldowns"]
         still_active = any(
-            _active(_num(stats.get(k)), current) for k in ("cooldownUntil", "disabledUntil")
+            _active(finite_int(stats.get(k)), current) for k in ("cooldownUntil", "disabledUntil")
         ) or bool(stats.get("modelCooldowns"))
         if (
             had_window
@@ -259,29 +254,31 @@ def resolve_profiles_unavailable_reason(
     for pid in profile_ids:
         stats = store.usage(pid)
         disabled_reason = stats.get("disabledReason")
-        if _active(_num(stats.get("disabledUntil")), current) and isinstance(disabled_reason, str):
+        if _active(finite_int(stats.get("disabledUntil")), current) and isinstance(
+            disabled_reason, str
+        ):
             scores[disabled_reason] = scores.get(disabled_reason, 0) + 1000
-        if _active(_num(stats.get("cooldownUntil")), current):
+        if _active(finite_int(stats.get("cooldownUntil")), current):
             counts = stats.get("failureCounts")
             counts = counts if isinstance(counts, dict) else {}
             own = stats.get("cooldownReason")
             added = False
             if isinstance(own, str):
-                scores[own] = scores.get(own, 0) + max(1, _num(counts.get(own)) or 1)
+                scores[own] = scores.get(own, 0) + max(1, finite_int(counts.get(own)) or 1)
                 added = True
             elif counts:
                 for reason, count in counts.items():
-                    n = _num(count)
+                    n = finite_int(count)
                     if n and n > 0:
                         scores[reason] = scores.get(reason, 0) + n
                         added = True
             if not added:
                 scores["rate_limit"] = scores.get("rate_limit", 0) + 1
         entry = _model_entry(stats, model)
-        if _active(_num(entry.get("cooldownUntil")), current):
+        if _active(finite_int(entry.get("cooldownUntil")), current):
             reason = entry.get("reason")
             key = reason if isinstance(reason, str) else "rate_limit"
-            scores[key] = scores.get(key, 0) + max(1, _num(entry.get("errorCount")) or 1)
+            scores[key] = scores.get(key, 0) + max(1, finite_int(entry.get("errorCount")) or 1)
     if not scores:
         return None
 
@@ -308,7 +305,7 @@ def _credential_usable(cred: Mapping[str, Any], mode: str | None, now: int) -> b
         return isinstance(key, str) and bool(key.strip())
     if kind == "token":
         token = cred.get("token")
-        expires = _num(cred.get("expires"))
+        expires = finite_int(cred.get("expires"))
         if not (isinstance(token, str) and token.strip()):
             return False
         return expires is None or expires <= 0 or now < expires
@@ -400,7 +397,7 @@ def resolve_auth_profile_order(
         available.sort(
             key=lambda p: (
                 _TYPE_RANK.get(str((store.profile(p) or {}).get("type")), 3),
-                _num(store.usage(p).get("lastUsed")) or 0,
+                finite_int(store.usage(p).get("lastUsed")) or 0,
             )
         )
     order = available + cooling
@@ -522,21 +519,21 @@ def mark_auth_profile_failure(
             return
         recorded = True
         stats = fresh.usage_for_update(profile_id)
-        last = _num(stats.get("lastFailureAt"))
+        last = finite_int(stats.get("lastFailureAt"))
         if last is not None and current - last > settings.failure_window_ms:
             stats["errorCount"] = 0
             stats.pop("failureCounts", None)
-        stats["errorCount"] = (_num(stats.get("errorCount")) or 0) + 1
+        stats["errorCount"] = (finite_int(stats.get("errorCount")) or 0) + 1
         counts = stats.get("failureCounts")
         if not isinstance(counts, dict):
             counts = stats["failureCounts"] = {}
-        counts[reason] = (_num(counts.get(reason)) or 0) + 1
+        counts[reason] = (finite_int(counts.get(reason)) or 0) + 1
         stats["lastFailureAt"] = current
 
         if reason in DISABLING_REASONS:
             base = settings.billing_base_ms(str(cred.get("provider", "")))
             span = calculate_billing_disable_ms(counts[reason], base, settings.billing_max_ms)
-            existing = _num(stats.get("disabledUntil"))
+            existing = finite_int(stats.get("disabledUntil"))
             until = current + span
             if _active(existing, current) and existing is not None:
                 until = max(until, existing)
@@ -556,10 +553,10 @@ def mark_auth_profile_failure(
         entry = models.get(model)
         if not isinstance(entry, dict):
             entry = models[model] = {}
-        entry_last = _num(entry.get("lastFailureAt"))
+        entry_last = finite_int(entry.get("lastFailureAt"))
         if entry_last is not None and current - entry_last > settings.failure_window_ms:
             entry["errorCount"] = 0
-        entry["errorCount"] = (_num(entry.get("errorCount")) or 0) + 1
+        entry["errorCount"] = (finite_int(entry.get("errorCount")) or 0) + 1
         entry["lastFailureAt"] = current
         entry["reason"] = reason
         _extend(
@@ -580,7 +577,7 @@ def _cooldown_span(error_count: int, retry_after_ms: int | None) -> int:
 
 
 def _extend(target: dict[str, Any], key: str, until: int, now: int) -> None:
-    existing = _num(target.get(key))
+    existing = finite_int(target.get(key))
     if existing is not None and _active(existing, now):
         until = max(until, existing)
     target[key] = until
@@ -631,7 +628,7 @@ def resolve_api_key_for_profile(
         return None
     if not isinstance(secret, str) or not secret.strip():
         return None
-    expires = _num(cred.get("expires"))
+    expires = finite_int(cred.get("expires"))
     if kind in ("token", "oauth") and expires is not None and expires > 0 and current >= expires:
         return None
     value = resolve_config_value(secret.strip(), environ) if kind != "oauth" else secret.strip()

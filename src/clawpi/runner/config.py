@@ -14,6 +14,7 @@ import orjson
 from clawpi.ai.bounded import remember
 from clawpi.ai.mapping import is_mapping
 from clawpi.errors import ConfigError
+from clawpi.runner.config_fields import finite_number
 from clawpi.runner.workspace import from_caller_cwd
 
 DEFAULT_PROVIDER = "anthropic"
@@ -131,9 +132,8 @@ def compaction_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def positive_number(value: Any) -> float | None:
     """`value` when it is a finite number above 0 (not a bool), else None (unset)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return value if 0 < value < float("inf") else None
+    number = finite_number(value)
+    return number if number is not None and number > 0 else None
 
 
 LARGEST_COUNT = 2**53

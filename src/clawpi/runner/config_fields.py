@@ -1,6 +1,9 @@
-"""Typed values out of OpenClaw's config, for the parts a wrong type cannot be read around (a
-model's definition, its headers). A value of the wrong type is a `ConfigError` that names its
-place in the config; a missing or null value is None, for the caller's default."""
+"""Typed values out of OpenClaw's config.
+
+`finite_number` and `finite_int` read leniently: anything else is None, for the caller's default.
+The `optional_*` readers are strict, for the parts a wrong type cannot be read around (a model's
+definition, its headers): a value of the wrong type is a `ConfigError` that names its place in
+the config; a missing or null value is None."""
 
 from __future__ import annotations
 
@@ -11,6 +14,20 @@ import orjson
 
 from clawpi.ai.mapping import is_mapping
 from clawpi.errors import ConfigError
+
+
+def finite_number(value: Any) -> float | None:
+    """`value` when it is a number (not a bool) and neither NaN nor infinite (a dict config
+    can hold those, and `int()` of them raises)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if float("-inf") < value < float("inf") else None
+
+
+def finite_int(value: Any) -> int | None:
+    """`finite_number`, its whole part."""
+    number = finite_number(value)
+    return None if number is None else int(number)
 
 
 def _wrong(where: str, wanted: str, value: Any) -> ConfigError:
@@ -45,16 +62,11 @@ def optional_number(value: Any, where: str, *, minimum: float = float("-inf")) -
     """A finite number (not a bool) of at least `minimum`."""
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or value != value
-        or value in (float("inf"), float("-inf"))
-        or value < minimum
-    ):
+    number = finite_number(value)
+    if number is None or number < minimum:
         wanted = "a number" if minimum == float("-inf") else f"a number of at least {minimum:g}"
         raise _wrong(where, wanted, value)
-    return value
+    return number
 
 
 def string_map(value: Any, where: str) -> dict[str, str] | None:
@@ -66,6 +78,17 @@ def string_map(value: Any, where: str) -> dict[str, str] | None:
         if not isinstance(item, str):
             raise _wrong(f"{where}.{key}", "a string", item)
     return dict(mapping)
+
+
+def object_list(
+    value: Any, where: str, wanted: str = "a list of objects"
+) -> list[Mapping[str, Any]] | None:
+    """A list of objects (`wanted` names them in the error)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise _wrong(where, wanted, value)
+    return [optional_mapping(item, f"{where}[{i}]") or {} for i, item in enumerate(value)]
 
 
 def string_list(value: Any, where: str, choices: tuple[str, ...] | None = None) -> list[str] | None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from clawpi.runner.config_fields import finite_int
 from clawpi.runner.sanitize import is_compaction_summary, tool_calls_of, tool_result_id
 from clawpi.session.store import SessionManager
 
@@ -119,22 +120,16 @@ def parse_session_key(session_key: str | None) -> SessionKeyParts | None:
     return None
 
 
-def _as_limit(value: Any) -> int | None:
-    """A configured limit (0 or less: none); not a finite number: not configured."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        return None
-    return None if value in (float("inf"), float("-inf")) else int(value)
-
-
 def _lookup(section: Mapping[str, Any], parts: SessionKeyParts) -> int | None:
     if parts.kind in DM_KINDS:
         dms = section.get("dms")
         if parts.peer_id and isinstance(dms, Mapping):
             peer = dms.get(parts.peer_id)
-            if isinstance(peer, Mapping) and _as_limit(peer.get("historyLimit")) is not None:
-                return _as_limit(peer.get("historyLimit"))
-        return _as_limit(section.get("dmHistoryLimit"))
-    return _as_limit(section.get("historyLimit"))
+            limit = finite_int(peer.get("historyLimit")) if isinstance(peer, Mapping) else None
+            if limit is not None:
+                return limit
+        return finite_int(section.get("dmHistoryLimit"))
+    return finite_int(section.get("historyLimit"))
 
 
 def get_history_limit_from_session_key(

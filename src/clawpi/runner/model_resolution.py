@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from clawpi.ai.models import InputKind, Model, model_cost_from_dict
-from clawpi.errors import ConfigError
 from clawpi.runner.config import DEFAULT_CONTEXT_TOKENS, agent_defaults, get_path, positive_int
 from clawpi.runner.config_fields import (
+    object_list,
     optional_bool,
     optional_mapping,
     optional_number,
@@ -103,12 +103,7 @@ def resolve_model(
 def _provider_models(provider: str, entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """`models.providers.<provider>.models`: a list of objects (missing: none)."""
     where = f"models.providers.{provider}.models"
-    models = entry.get("models")
-    if models is None:
-        return []
-    if not isinstance(models, list):
-        raise ConfigError(f"Config {where} must be a list of model objects: fix it in the config")
-    return [optional_mapping(raw, f"{where}[{i}]") or {} for i, raw in enumerate(models)]
+    return object_list(entry.get("models"), where, "a list of model objects") or []
 
 
 def _apply_provider_overrides(model: Model, entry: Mapping[str, Any], provider: str) -> Model:

@@ -10,6 +10,7 @@ from clawpi.agent import AgentTool
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.models import Model
 from clawpi.runner.config import agent_defaults, get_path, positive_int
+from clawpi.runner.config_fields import finite_number
 from clawpi.tools import ProcessRegistry, ToolPolicy, ToolPolicyConfig, create_coding_tools
 
 _DEFAULT_YIELD_MS = 10_000
@@ -103,9 +104,8 @@ def build_run_tools(
 
 def _non_negative(value: Any, default: float) -> float:
     """A config number of 0 or more; anything else (null, a string, -1) reads as unset."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return default
-    return value if 0 <= value < float("inf") else default
+    number = finite_number(value)
+    return number if number is not None and number >= 0 else default
 
 
 def image_max_dimension(config: Mapping[str, Any]) -> int | None:
