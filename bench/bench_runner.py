@@ -414,8 +414,14 @@ def child(kind: str, turns: int, base: str | None) -> Any:
 def throughput(
     sessions: int, cap: int, delay_s: float, base: str | None, fsync: FsyncMode, turns: int
 ) -> dict[str, float]:
-    spec = {"sessions": sessions, "cap": cap, "delay_s": delay_s, "base": base}
-    spec |= {"fsync": fsync, "turns": turns}  # throughput_child's own parameters
+    spec = {  # throughput_child's own parameters
+        "sessions": sessions,
+        "cap": cap,
+        "delay_s": delay_s,
+        "base": base,
+        "fsync": fsync,
+        "turns": turns,
+    }
     result: dict[str, float] = _child("--child", json.dumps(spec), fresh_rss=True)
     return result
 

@@ -200,12 +200,16 @@ class ToolResultGuard:
         allowed = self.allowed_tool_names
         kept = []
         for block in content:
-            if not (isinstance(block, dict) and block.get("type") == "toolCall") or (
-                isinstance(block.get("id"), str) and block.get("name") in allowed
-            ):
+            if not (isinstance(block, dict) and block.get("type") == "toolCall"):
                 kept.append(block)
-            elif isinstance(block.get("id"), str):
-                self._dropped.add(block["id"])
+                continue
+            call_id = block.get("id")
+            if not isinstance(call_id, str):
+                continue  # malformed: dropped, and no result can name it
+            if block.get("name") in allowed:
+                kept.append(block)
+            else:
+                self._dropped.add(call_id)
         if len(kept) == len(content):
             return message
         if not kept:

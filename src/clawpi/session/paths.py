@@ -39,39 +39,31 @@ def real_directory(directory: str | os.PathLike[str]) -> str:
     return real
 
 
-_real_paths: dict[str, Path] = {}
+_paths: dict[str, Path] = {}
+
+
+def _interned(text: str) -> Path:
+    """`Path(text)`, the same object each time (paths are immutable): a path built per message
+    is then parsed and printed once, not on every message."""
+    path = _paths.get(text)
+    if path is None:
+        path = remember(_paths, text, Path(text), _CACHE_SIZE)
+    return path
 
 
 def real_directory_path(directory: str | os.PathLike[str]) -> Path:
-    """`real_directory` as a `Path`, the same object each time (paths are immutable)."""
-    real = real_directory(directory)
-    path = _real_paths.get(real)
-    if path is None:
-        path = remember(_real_paths, real, Path(real), _CACHE_SIZE)
-    return path
-
-
-_joined: dict[tuple[str, str], Path] = {}
-_parents: dict[str, Path] = {}
+    """`real_directory` as a `Path`, the same object each time."""
+    return _interned(real_directory(directory))
 
 
 def joined_path(directory: str | os.PathLike[str], name: str) -> Path:
-    """`Path(directory) / name`, the same object for the same pair: a path built per message
-    (a store file in the agent dir) is parsed and printed once, not on every message."""
-    key = (os.fspath(directory), name)
-    path = _joined.get(key)
-    if path is None:
-        path = remember(_joined, key, Path(key[0], name), _CACHE_SIZE)
-    return path
+    """`Path(directory) / name`, the same object each time (e.g. a store file in the agent dir)."""
+    return _interned(os.path.join(directory, name))
 
 
 def parent_path(path: str | os.PathLike[str]) -> Path:
-    """`Path(path).parent`, the same object for the same path (see `joined_path`)."""
-    key = os.fspath(path)
-    parent = _parents.get(key)
-    if parent is None:
-        parent = remember(_parents, key, Path(os.path.dirname(key) or "."), _CACHE_SIZE)
-    return parent
+    """`Path(path).parent`, the same object each time."""
+    return _interned(os.path.dirname(os.fspath(path)) or ".")
 
 
 def state_dir() -> Path:
