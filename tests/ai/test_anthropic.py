@@ -400,6 +400,21 @@ async def test_two_parallel_tool_calls_get_their_own_blocks(server: FakeServer) 
     assert message["stopReason"] == "toolUse"
 
 
+async def test_a_block_start_the_server_repeats_is_taken_once(server: FakeServer) -> None:
+    call = sse.tool_use_block(1, "toolu_r", "read", ['{"path":', ' "a.txt"}'])
+    server.enqueue(
+        sse.stream_response(
+            sse.turn(sse.text_block(0, "Reading."), [call[0], *call], stop_reason="tool_use")
+        )
+    )
+    events, message = await run(haiku(server), {**CONTEXT, "tools": TOOLS})
+    assert_event_order(events)
+    assert message["content"] == [
+        {"type": "text", "text": "Reading."},
+        {"type": "toolCall", "id": "toolu_r", "name": "read", "arguments": {"path": "a.txt"}},
+    ]
+
+
 async def test_tool_call_without_arguments_gets_an_empty_object(server: FakeServer) -> None:
     server.enqueue(
         sse.stream_response(

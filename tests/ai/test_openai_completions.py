@@ -360,6 +360,27 @@ async def test_calls_sharing_index_zero_are_split_by_their_ids(server: FakeServe
     ]
 
 
+async def test_two_calls_sent_with_one_id_get_ids_of_their_own(server: FakeServer) -> None:
+    # every API rejects a history answering two calls with one id, and both must be answered
+    server.enqueue(
+        completion_response(
+            [
+                role_chunk(),
+                *tool_call_chunks(0, "call_1", "read", ['{"path": "a"}']),
+                *tool_call_chunks(1, "call_1", "read", ['{"path": "b"}']),
+                *tool_call_chunks(2, "call_1", "read", ['{"path": "c"}']),
+                finish_chunk("tool_calls"),
+            ]
+        )
+    )
+    message = final(await run(model_at(server), {**CONTEXT, "tools": [READ_TOOL]}))
+    assert [(b["id"], b["arguments"]) for b in message["content"]] == [  # type: ignore[typeddict-item]
+        ("call_1", {"path": "a"}),
+        ("call_1_2", {"path": "b"}),
+        ("call_1_3", {"path": "c"}),
+    ]
+
+
 async def test_tool_call_without_an_id_gets_one(server: FakeServer) -> None:
     server.enqueue(
         completion_response(

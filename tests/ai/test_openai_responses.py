@@ -189,6 +189,41 @@ async def test_two_parallel_tool_calls_become_two_blocks(server: FakeServer) -> 
     assert ends == [0, 1]
 
 
+async def test_an_item_the_server_announces_twice_is_taken_once(server: FakeServer) -> None:
+    frames = (
+        ResponsesStream()
+        .message(["Reading."])
+        .function_call("read", ['{"path": "a.txt"}'], call_id="call_1", item_id="fc_1")
+        .completed()
+        .frames()
+    )
+    added = [i for i, f in enumerate(frames) if b"output_item.added" in f]
+    for index in reversed(added):  # each item's "added" event twice, in a row
+        frames.insert(index, frames[index])
+    frames.insert(len(frames) - 1, frames[added[0] + 1])  # and the message's once more, late
+    server.enqueue(FakeResponse.sse(frames))
+    events = await run(model_at(server), {**CONTEXT, "tools": [READ_TOOL]})
+    assert_event_order(events)
+    message = final(events)
+    assert message["content"] == [
+        {"type": "text", "text": "Reading.", "textSignature": "msg_68c1f0a2c4"},
+        {"type": "toolCall", "id": "call_1|fc_1", "name": "read", "arguments": {"path": "a.txt"}},
+    ]
+
+
+async def test_two_items_with_one_call_id_get_call_ids_of_their_own(server: FakeServer) -> None:
+    sse = (
+        ResponsesStream()
+        .function_call("read", ['{"path": "a"}'], call_id="call_1", item_id="fc_1")
+        .function_call("read", ['{"path": "b"}'], call_id="call_1", item_id="fc_2")
+        .completed()
+    )
+    server.enqueue(sse.response())
+    message = final(await run(model_at(server), {**CONTEXT, "tools": [READ_TOOL]}))
+    # the suffix goes on the call id: that is what the result answers next turn
+    assert [b["id"] for b in message["content"]] == ["call_1|fc_1", "call_1_2|fc_2"]  # type: ignore[typeddict-item]
+
+
 async def test_usage_excludes_cached_input_and_cost_uses_model_prices(server: FakeServer) -> None:
     usage = usage_json(input_tokens=1_000_000, output_tokens=200_000, cached=400_000)
     server.enqueue(ResponsesStream().message(["ok"]).completed(usage).response())

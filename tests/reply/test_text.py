@@ -169,6 +169,26 @@ def test_format_assistant_error_text_edges() -> None:
     assert named.startswith("⚠️ OpenRouter returned a billing error")
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (
+            '400 {"error": {"code": 400, "message": "", "status": "INVALID_ARGUMENT"}}',
+            "LLM request failed (HTTP 400 INVALID_ARGUMENT) and the provider gave no error "
+            "message.",
+        ),
+        (
+            '503 {"detail": null, "retry": [1, 2]}',
+            "LLM request failed (HTTP 503) and the provider gave no error message.",
+        ),
+        ('{"unexpected": true}', copy.UNKNOWN_ERROR_TEXT),
+        ("[1, 2, 3]", copy.UNKNOWN_ERROR_TEXT),
+    ],
+)
+def test_a_json_body_with_no_message_is_never_shown_raw(raw: str, expected: str) -> None:
+    assert format_assistant_error_text(message(stop="error", error=raw)) == expected
+
+
 def test_sanitize_leaves_prose_alone() -> None:
     prose = "The rate limit error and the 401 you saw mean the token expired."
     assert sanitize_user_facing_text(prose) == prose

@@ -174,13 +174,21 @@ class AssistantMessageBuilder:
     def end_tool_call(
         self, index: int, arguments: dict[str, Any] | None = None
     ) -> ToolCallEndEvent:
-        """Close a tool call; `arguments` (already parsed) wins over the streamed buffer."""
-        block: Any = self.message["content"][index]
+        """Close a tool call; `arguments` (already parsed) wins over the streamed buffer.
+
+        Its id is made unique in the message if a server sent one twice: every API rejects
+        a history that answers two calls with one id."""
+        content = self.message["content"]
+        block: Any = content[index]
         buffer = self._tool_json.pop(index, None)
         if arguments is not None:
             block["arguments"] = arguments
         elif buffer is not None:
             block["arguments"] = parse_streaming_json(buffer)
+        if index:
+            taken = {_call_part(b) for b in content[:index] if b.get("type") == "toolCall"}
+            if _call_part(block) in taken:
+                block["id"] = _unique_call_id(str(block["id"]), taken)
         return {
             "type": "toolcall_end",
             "contentIndex": index,
@@ -191,3 +199,17 @@ class AssistantMessageBuilder:
     def open_tool_calls(self) -> list[int]:
         """Indices of tool calls started but not yet ended (their JSON never closed)."""
         return list(self._tool_json)
+
+
+def _call_part(block: Any) -> str:
+    """The id a tool result answers: for a Responses id (`call_id|item_id`), its call id."""
+    return str(block.get("id")).partition("|")[0]
+
+
+def _unique_call_id(call_id: str, taken: set[str]) -> str:
+    """`call_id` with a numeric suffix on its call part, which no call in `taken` has."""
+    call, bar, item = call_id.partition("|")
+    number = 2
+    while f"{call}_{number}" in taken:
+        number += 1
+    return f"{call}_{number}{bar}{item}"

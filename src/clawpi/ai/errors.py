@@ -274,7 +274,35 @@ def format_raw_assistant_error_for_ui(raw: str | None) -> str:
         kind = f" {info.type}" if info.type else ""
         request = f" (request_id: {info.request_id})" if info.request_id else ""
         return f"{prefix}{kind}: {info.message}{request}"
+    if info is not None or is_json_body(trimmed):
+        # A body with nothing to read in it: say what is known rather than show its JSON.
+        status = f"HTTP {lead[0]}" if lead else ""
+        kind = info.type if info is not None and info.type else ""
+        known = " ".join(part for part in (status, kind) if part)
+        if not known:
+            return "LLM request failed with an unknown error."
+        return f"LLM request failed ({known}) and the provider gave no error message."
     return trimmed if len(trimmed) <= 600 else f"{trimmed[:600]}…"
+
+
+def is_raw_error_dump(raw: str) -> bool:
+    """A provider's response dumped as an error: a JSON error body, `<status> <error text>`,
+    or any JSON body; rendered by `format_raw_assistant_error_for_ui`, never shown as is."""
+    return is_raw_api_error_payload(raw) or is_likely_http_error_text(raw) or is_json_body(raw)
+
+
+def is_json_body(raw: str) -> bool:
+    """Whether the text, after an optional leading HTTP status, is a JSON object or array: a
+    response body an SDK put in its error message, never something to show a user."""
+    lead = extract_leading_http_status(raw)
+    body = (lead[1] if lead else raw).strip()
+    if not body or body[0] not in "{[" or body[-1] not in "}]":
+        return False
+    try:
+        orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 # -- pattern sets ----------------------------------------------------------------------------

@@ -16,8 +16,7 @@ from typing import Any, Literal, TypeAlias
 from clawpi.ai.errors import (
     format_raw_assistant_error_for_ui,
     is_context_overflow_error,
-    is_likely_http_error_text,
-    is_raw_api_error_payload,
+    is_raw_error_dump,
 )
 from clawpi.reply.directives import SILENT_REPLY_TOKEN, is_silent_reply_text, parse_reply_directives
 from clawpi.reply.tags import extract_thinking_from_tagged_text
@@ -104,10 +103,6 @@ def is_recoverable_tool_error(error: str | None) -> bool:
     return any(word in lower for word in RECOVERABLE_TOOL_ERROR_WORDS)
 
 
-def _is_raw_error_dump(raw: str) -> bool:
-    return is_raw_api_error_payload(raw) or is_likely_http_error_text(raw)
-
-
 def build_embedded_run_payloads(
     *,
     assistant_texts: Sequence[str],
@@ -139,7 +134,7 @@ def build_embedded_run_payloads(
             texts = [t for t in texts if t.strip() not in (raw, error_text)]
             # A bare HTTP/JSON dump adds nothing next to an answer; a known category does.
             unexplained = error_text == format_raw_assistant_error_for_ui(raw)
-            suppress = bool(texts) and _is_raw_error_dump(raw) and unexplained
+            suppress = bool(texts) and is_raw_error_dump(raw) and unexplained
             if is_context_overflow_error(raw) or not suppress:
                 payloads.append(ReplyPayload(text=error_text, is_error=True))
 

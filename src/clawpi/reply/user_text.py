@@ -18,11 +18,11 @@ from clawpi.ai.errors import (
     is_auth_permanent_error_message,
     is_billing_error_message,
     is_context_overflow_error,
-    is_likely_http_error_text,
     is_missing_tool_call_input_error,
     is_overloaded_error_message,
     is_rate_limit_error_message,
     is_raw_api_error_payload,
+    is_raw_error_dump,
     is_role_ordering_error,
     is_timeout_error_message,
     parse_image_dimension_error,
@@ -137,7 +137,7 @@ def _rewrite_error(raw: str, provider: str | None, full: bool) -> str | None:
             return MISSING_API_KEY_TEXT
         if is_auth_permanent_error_message(raw) or is_auth_error_message(raw):
             return AUTH_ERROR_TEXT
-    if is_likely_http_error_text(raw) or is_raw_api_error_payload(raw):
+    if is_raw_error_dump(raw):
         return format_raw_assistant_error_for_ui(raw)
     if _NETWORK.search(raw):
         return NETWORK_ERROR_TEXT

@@ -146,6 +146,8 @@ async def stream_anthropic(
                     elif delta_kind == "signature_delta":
                         builder.set_thinking_signature(entry[0], delta.signature, append=True)
                 elif kind == "content_block_start":
+                    if event.index in blocks:
+                        continue  # the server repeated the start of a block still open
                     block = event.content_block
                     started = _start_block(builder, block)
                     if started is not None:

@@ -101,6 +101,8 @@ async def stream_openai_responses(
         index = -1
         kind: str | None = None  # the open block's item type
         summary_parts = 0
+        seen_items: set[str] = set()
+        open_item: str | None = None  # the open block's item id
         etype = "(none yet)"
         loads = orjson.loads
         events = httpx2.EventSource(http_response, max_event_size=_MAX_EVENT_BYTES).__aiter__()
@@ -126,13 +128,22 @@ async def stream_openai_responses(
                             yield builder.thinking_delta(index, _SUMMARY_SEPARATOR)
                         summary_parts += 1
                 elif etype == "response.output_item.added":
+                    item = event["item"]
+                    item_id = item.get("id")
+                    if item_id and item_id in seen_items:  # the server repeated itself
+                        if item_id != open_item:
+                            if kind is not None:
+                                yield _close_block(builder, index, kind, None)
+                            kind = None  # (what the repeat streams is not taken twice)
+                        continue
                     if kind is not None:  # the server skipped output_item.done
                         yield _close_block(builder, index, kind, None)
                         kind = None
-                    item = event["item"]
+                    if item_id:
+                        seen_items.add(item_id)
+                    open_item = item_id
                     item_type = item["type"]
                     if item_type == "message":
-                        item_id = item.get("id")
                         signature = encode_text_signature(item_id, item.get("phase"))
                         yield builder.start_text(signature if item_id else None)
                     elif item_type == "reasoning":
