@@ -13,7 +13,7 @@ from clawpi.ai.stream import StreamOptions
 from clawpi.ai.types import AssistantMessageEvent, Context
 from tests.fakes import gemini_sse as g
 from tests.fakes.events import assert_event_order, final
-from tests.fakes.http_server import FakeServer
+from tests.fakes.http_server import FakeResponse, FakeServer
 
 PATH = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
 CONTEXT: Context = {
@@ -554,3 +554,14 @@ async def test_stream_without_finish_reason_still_ends_cleanly(server: FakeServe
     events = await collect(gemini(server))
     assert events[-1]["type"] == "done"
     assert final(events)["stopReason"] == "stop"
+
+
+@pytest.mark.parametrize("body", [{"unexpected": True}, {"candidates": []}])
+async def test_an_answer_with_no_candidate_at_all_is_an_error_not_a_silent_reply(
+    server: FakeServer, body: dict[str, Any]
+) -> None:
+    # e.g. a baseUrl that points at something else: a user would otherwise get nothing back
+    server.enqueue(FakeResponse.json_body(200, body))
+    message = final(await collect(gemini(server)))
+    assert message["stopReason"] == "error"
+    assert "without a single candidate" in message["errorMessage"]  # type: ignore[typeddict-item]

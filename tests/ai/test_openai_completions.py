@@ -381,6 +381,22 @@ async def test_two_calls_sent_with_one_id_get_ids_of_their_own(server: FakeServe
     ]
 
 
+@pytest.mark.parametrize(
+    "response",
+    [
+        FakeResponse.json_body(200, {"object": "chat.completion", "choices": []}),
+        completion_response([]),  # nothing but [DONE]
+    ],
+)
+async def test_a_stream_with_no_chunk_at_all_is_an_error_not_a_silent_reply(
+    server: FakeServer, response: FakeResponse
+) -> None:
+    server.enqueue(response)
+    message = final(await run(model_at(server)))
+    assert message["stopReason"] == "error"
+    assert "without a single completion chunk" in message["errorMessage"]  # type: ignore[typeddict-item]
+
+
 async def test_tool_call_without_an_id_gets_one(server: FakeServer) -> None:
     server.enqueue(
         completion_response(

@@ -155,6 +155,33 @@ retry_after = st.sampled_from(
 )
 
 
+def _perturbed(frame: bytes, draw: st.DrawFn) -> bytes:
+    """The frame with one value somewhere in its JSON replaced by another of any type."""
+    head, _, data = frame.decode(errors="replace").rstrip("\r\n").rpartition("data: ")
+    try:
+        payload = json.loads(data)
+    except json.JSONDecodeError:
+        return frame
+    holders: list[Any] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, (dict, list)) and value:
+            holders.append(value)
+            for child in value.values() if isinstance(value, dict) else value:
+                walk(child)
+
+    walk(payload)
+    if not holders:
+        return frame
+    holder = draw(st.sampled_from(holders))
+    key = draw(st.sampled_from(sorted(holder) if isinstance(holder, dict) else range(len(holder))))
+    if draw(st.booleans()) and isinstance(holder, dict):
+        del holder[key]
+    else:
+        holder[key] = draw(json_values)
+    return f"{head}data: {json.dumps(payload)}\n\n".encode()
+
+
 @st.composite
 def answers(draw: st.DrawFn, api: Api) -> FakeResponse:
     kind = draw(st.sampled_from(["good", "mangled", "mangled", "error", "odd"]))
@@ -185,8 +212,10 @@ def answers(draw: st.DrawFn, api: Api) -> FakeResponse:
         return FakeResponse.sse(frames)
     for _ in range(draw(st.integers(1, 3))):
         at = draw(st.integers(0, len(frames)))
-        action = draw(st.sampled_from(["insert", "replace", "duplicate", "truncate"]))
-        if action == "insert":
+        action = draw(st.sampled_from(["insert", "replace", "duplicate", "truncate", "perturb"]))
+        if action == "perturb" and at < len(frames):
+            frames[at] = _perturbed(frames[at], draw)
+        elif action == "insert":
             frames.insert(at, draw(garbage_frames))
         elif action == "replace" and at < len(frames):
             frames[at] = draw(garbage_frames)
@@ -201,7 +230,9 @@ def answers(draw: st.DrawFn, api: Api) -> FakeResponse:
 # -- the run ---------------------------------------------------------------------------------
 
 
-def _config(api: Api, server: FakeServer) -> dict[str, Any]:
+def _config(api: Api, server: FakeServer, fallback: bool) -> dict[str, Any]:
+    """Two keys and a fallback model, or (without `fallback`) one model: then a failure the
+    fallback would take is the user's reply."""
     return {
         "models": {
             "providers": {
@@ -217,7 +248,10 @@ def _config(api: Api, server: FakeServer) -> dict[str, Any]:
         },
         "agents": {
             "defaults": {
-                "model": {"primary": "stub/main-model", "fallbacks": ["stub/backup-model"]},
+                "model": {
+                    "primary": "stub/main-model",
+                    "fallbacks": ["stub/backup-model"] if fallback else [],
+                },
                 "llm": {"idleTimeoutSeconds": 30},
                 "compaction": {"keepRecentTokens": 1, "reserveTokensFloor": 1},
             }
@@ -236,7 +270,7 @@ def _write_profiles(agent_dir: Path) -> None:
     (agent_dir / "auth-profiles.json").write_text(json.dumps({"version": 1, "profiles": profiles}))
 
 
-async def _turns(api: Api, server: FakeServer, root: Path, count: int) -> list[Any]:
+async def _turns(api: Api, server: FakeServer, root: Path, count: int, fallback: bool) -> list[Any]:
     (root / "ws").mkdir()
     (root / "ws" / "a.txt").write_text("hello\n")
     _write_profiles(root / "agent")
@@ -249,7 +283,7 @@ async def _turns(api: Api, server: FakeServer, root: Path, count: int) -> list[A
                     session_key="agent:main:telegram:dm:42",
                     session_file=root / "s.jsonl",
                     workspace_dir=root / "ws",
-                    config=_config(api, server),
+                    config=_config(api, server, fallback),
                     prompt=f"turn {index}",
                     timeout_ms=20_000,
                     run_id=f"r{index}",
@@ -307,19 +341,26 @@ def _check(outcomes: list[Any], root: Path, started_ms: int) -> None:
     assert_replays_for_every_api(manager.build_session_context().messages)
 
 
-def _scenario(api_name: str, script: list[FakeResponse], count: int) -> None:
+def _scenario(
+    api_name: str, script: list[FakeResponse], count: int, sticky: bool, fallback: bool = True
+) -> None:
+    """`script` answers the requests in turn; then its last answer again (`sticky`), or a
+    plain "Done". (A stream is never repeated: one that calls a tool would have the model
+    call it again and again until the run's timeout, as OpenClaw's would without its opt-in
+    loop detection.)"""
     api = APIS[api_name]
     remaining = list(script)
+    sticky = sticky and remaining[-1].chunks is None
 
     def handle(_request: RecordedRequest) -> FakeResponse:
-        if remaining:
+        if len(remaining) > 1 or (remaining and not sticky):
             return remaining.pop(0)
-        return FakeResponse.sse(api.good(["Done"], None))
+        return remaining[0] if remaining else FakeResponse.sse(api.good(["Done"], None))
 
     with FakeServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.handler = handle
         started_ms = int(time.time() * 1000)
-        outcomes = asyncio.run(_turns(api, server, Path(tmp), count))
+        outcomes = asyncio.run(_turns(api, server, Path(tmp), count, fallback))
         _check(outcomes, Path(tmp), started_ms)
 
 
@@ -328,8 +369,14 @@ def _scripts(api_name: str) -> st.SearchStrategy[list[FakeResponse]]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), api_name=st.sampled_from(sorted(APIS)))
+@given(
+    data=st.data(),
+    api_name=st.sampled_from(sorted(APIS)),
+    sticky=st.booleans(),
+    fallback=st.booleans(),
+)
 def test_any_server_answer_gives_a_showable_reply_and_a_valid_session(
-    data: st.DataObject, api_name: str
+    data: st.DataObject, api_name: str, sticky: bool, fallback: bool
 ) -> None:
-    _scenario(api_name, data.draw(_scripts(api_name)), count=2)
+    script = data.draw(_scripts(api_name))
+    _scenario(api_name, script, count=2, sticky=sticky, fallback=fallback)

@@ -175,10 +175,16 @@ async def _release_response(exc: genai_errors.APIError) -> None:
             pass
 
 
+NO_CHUNKS_TEXT = (
+    "Gemini answered without a single candidate (an empty or unexpected body): check that "
+    "the provider's baseUrl is a Gemini API"
+)
+
+
 class _ChunkReader:
     """Turns `GenerateContentResponse` chunks into builder events; blocks are sequential."""
 
-    __slots__ = ("blocked", "builder", "finish_reason", "index", "kind", "tool_ids")
+    __slots__ = ("blocked", "builder", "finish_reason", "index", "kind", "received", "tool_ids")
 
     def __init__(self, builder: AssistantMessageBuilder) -> None:
         self.builder = builder
@@ -187,11 +193,13 @@ class _ChunkReader:
         self.finish_reason: str | None = None
         self.blocked: str | None = None
         self.tool_ids: set[str] = set()
+        self.received = False
 
     def feed(self, chunk: genai_types.GenerateContentResponse) -> list[AssistantMessageEvent]:
         events: list[AssistantMessageEvent] = []
         candidates = chunk.candidates
         if candidates:
+            self.received = True
             candidate = candidates[0]
             content = candidate.content
             if content is not None and content.parts:
@@ -279,6 +287,9 @@ class _ChunkReader:
         content = builder.message["content"]
         if self.blocked is not None and not content:
             events.append(builder.error(f"Gemini blocked the prompt (blockReason {self.blocked})"))
+            return events
+        if not self.received:
+            events.append(builder.error(NO_CHUNKS_TEXT))
             return events
         reason = self.finish_reason
         stop: StopReason

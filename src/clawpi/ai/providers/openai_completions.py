@@ -162,10 +162,16 @@ def _in_stream_error_text(exc: openai.APIError) -> str:
     return text
 
 
+NO_CHUNKS_TEXT = (
+    "The server answered without a single completion chunk (an empty or non-SSE body): check "
+    "that the provider's baseUrl is an OpenAI-compatible API"
+)
+
+
 class _ChunkReader:
     """Turns chunks into builder events; one open block at a time."""
 
-    __slots__ = ("builder", "finish_reason", "index", "kind", "seen_tools", "tool_key")
+    __slots__ = ("builder", "finish_reason", "index", "kind", "received", "seen_tools", "tool_key")
 
     def __init__(self, builder: AssistantMessageBuilder) -> None:
         self.builder = builder
@@ -174,8 +180,10 @@ class _ChunkReader:
         self.tool_key: int | None = None  # the server's `index` of the open tool call
         self.seen_tools: set[int] = set()
         self.finish_reason: str | None = None
+        self.received = False
 
     def read(self, chunk: ChatCompletionChunk) -> Iterator[AssistantMessageEvent]:
+        self.received = True
         usage = chunk.usage
         if usage is not None:
             _apply_usage(self.builder.message["usage"], usage)
@@ -343,6 +351,8 @@ class _ChunkReader:
         """The final event, once the stream has ended and the open block is closed."""
         builder = self.builder
         reason = self.finish_reason
+        if not self.received:  # pi takes it for an empty answer: the user would get nothing
+            return builder.error(NO_CHUNKS_TEXT)
         if reason is None:
             return builder.done("stop")
         stop = _STOP_REASONS.get(reason)
