@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -119,6 +120,8 @@ REAL_ERRORS = [
     "The model `main-model` does not exist or you do not have access to it.",
     "Request timed out",
     "Internal server error",
+    "Malformed request sent with wire-key-one-5d1c (see docs)",  # a proxy echoing the key
+    "Malformed request sent with wire-key-two-9e0b (see docs)",
     "Unsupported value: 'reasoning_effort' does not support 'high' with this model. "
     "Supported values are: 'low' and 'medium'.",
 ]
@@ -380,3 +383,24 @@ def test_any_server_answer_gives_a_showable_reply_and_a_valid_session(
 ) -> None:
     script = data.draw(_scripts(api_name))
     _scenario(api_name, script, count=2, sticky=sticky, fallback=fallback)
+
+
+@pytest.mark.parametrize("api_name", sorted(APIS))
+@pytest.mark.parametrize("fallback", [False, True])
+def test_a_key_the_provider_echoes_is_masked_in_the_reply_and_the_error(
+    api_name: str, fallback: bool
+) -> None:
+    api = APIS[api_name]
+    body = api.error(400, "Malformed request sent with wire-key-one-5d1c (see docs)")
+    echo = FakeResponse(
+        status=400, headers={"content-type": "application/json"}, body=json.dumps(body).encode()
+    )
+    with FakeServer() as server, tempfile.TemporaryDirectory() as tmp:
+        server.handler = lambda _request: echo
+        outcome = asyncio.run(_turns(api, server, Path(tmp), 1, fallback))[0]
+    if isinstance(outcome, ClawpiError):  # every model failed: the caller gets the error
+        shown = [str(outcome), *(a.error for a in getattr(outcome, "attempts", []))]
+    else:
+        shown = [payload.text or "" for payload in outcome.payloads]
+    assert any("Malformed request sent with *** (see docs)" in text for text in shown), shown
+    assert not any(key in text for text in shown for key in KEYS)

@@ -70,6 +70,7 @@ from clawpi.runner.model_resolution import (
     resolve_context_window_info,
     resolve_model,
 )
+from clawpi.runner.redact import SecretRedactor
 from clawpi.runner.result import (
     IMAGE_TOO_LARGE_TEXT,
     INCOMPLETE_TURN_MUTATED_TEXT,
@@ -260,6 +261,7 @@ async def run_embedded_agent(
         extra_system_prompt=extra_system_prompt,
         abort_signal=abort_signal,
         overload_backoff=overload_backoff,
+        redactor=SecretRedactor(),
         callbacks={
             "on_block_reply": on_block_reply,
             "on_block_reply_flush": on_block_reply_flush,
@@ -301,14 +303,19 @@ async def run_embedded_agent(
             return result
         return await runner.run_model(chosen_provider, chosen_model)
 
-    result = await enqueue_in_lanes(
-        session_key or session_id,
-        task,
-        config=cfg,
-        lane=lane,
-        abort_signal=abort_signal,
-        queue=run_queue,
-    )
+    try:
+        result = await enqueue_in_lanes(
+            session_key or session_id,
+            task,
+            config=cfg,
+            lane=lane,
+            abort_signal=abort_signal,
+            queue=run_queue,
+        )
+    except FailoverError as error:
+        runner.redactor.error(error)
+        raise
+    runner.redactor.result(result)
     result.meta.duration_ms = int((time.monotonic() - started) * 1000)
     return result
 
@@ -333,6 +340,7 @@ class _Runner:
         self.extra_system_prompt: str | None
         self.abort_signal: AbortSignal | None
         self.overload_backoff: BackoffPolicy
+        self.redactor: SecretRedactor
         self.callbacks: dict[str, Any]
         self.options: dict[str, Any]
 
@@ -461,8 +469,11 @@ class _AttemptLoop:
             store = load_auth_profile_store(self.runner.agent_dir)
             resolved = resolve_api_key_for_profile(store, profile)
             if resolved is not None:
+                self.runner.redactor.add(resolved.api_key)
                 return resolved.api_key
-        return self.runner._env_key(self.model, self.registry)
+        key = self.runner._env_key(self.model, self.registry)
+        self.runner.redactor.add(key)
+        return key
 
     def _advance_profile(self) -> bool:
         if self.profile_index + 1 >= len(self.profiles):
