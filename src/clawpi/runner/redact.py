@@ -9,7 +9,8 @@ used are masked in what it returns and raises.
 from __future__ import annotations
 
 import dataclasses
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from clawpi.ai.errors import FailoverError
 from clawpi.runner.fallback import AllModelsFailedError
@@ -18,6 +19,7 @@ from clawpi.runner.result import EmbeddedRunResult
 MIN_SECRET_CHARS: Final = 8
 """Shorter values are not masked: they would match ordinary words."""
 MASK: Final = "***"
+_SECRET_FIELDS: Final = ("key", "token", "access", "refresh")
 
 
 class SecretRedactor:
@@ -31,6 +33,15 @@ class SecretRedactor:
     def add(self, secret: str | None) -> None:
         if secret and len(secret) >= MIN_SECRET_CHARS:
             self._secrets.add(secret)
+
+    def add_credential(self, credential: Mapping[str, Any] | None) -> None:
+        """The literal secrets of an auth profile, unresolved: a `!command` or variable name
+        is no secret, but resolving one here would run it."""
+        if credential is not None:
+            for field in _SECRET_FIELDS:
+                value = credential.get(field)
+                if isinstance(value, str):
+                    self.add(value)
 
     def text(self, value: str) -> str:
         for secret in self._secrets:

@@ -406,6 +406,8 @@ class _Runner:
             raise ConfigError(
                 f'Auth profile "{self.auth_profile_id}" is not configured for {model.provider}.'
             )
+        for candidate in candidates:  # (a server may echo any of the provider's keys)
+            self.redactor.add_credential(store.profile(candidate) if candidate else None)
         if not candidates:
             candidates = [None]
         usable = [
