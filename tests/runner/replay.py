@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from clawpi.ai.models import Model
 from clawpi.ai.transform import transform_messages
+from clawpi.errors import ClawpiError
+from clawpi.runner import run_embedded_agent
+from clawpi.runner.lanes import CommandQueue
 
 TARGET_APIS = (
     ("openai-completions", "openai"),
@@ -39,3 +43,33 @@ def assert_replays_for_every_api(messages: list[Any]) -> None:
     for api, provider in TARGET_APIS:
         target = Model(id="target", api=api, provider=provider)
         assert_valid_replay(transform_messages(messages, target), api)
+
+
+def user_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
+
+
+async def numbered_turns(root: Path, count: int, **kwargs: Any) -> list[Any]:
+    """Prompts "turn 0", "turn 1", ... to one session (`root`/s.jsonl, workspace `root`/ws,
+    agent dir `root`/agent): each one's result, or the clawpi error it raised."""
+    outcomes: list[Any] = []
+    for index in range(count):
+        try:
+            outcomes.append(
+                await run_embedded_agent(
+                    session_id="s",
+                    session_file=root / "s.jsonl",
+                    workspace_dir=root / "ws",
+                    prompt=f"turn {index}",
+                    run_id=f"r{index}",
+                    agent_dir=root / "agent",
+                    run_queue=CommandQueue(),
+                    **kwargs,
+                )
+            )
+        except ClawpiError as exc:
+            outcomes.append(exc)
+    return outcomes

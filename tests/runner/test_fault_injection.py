@@ -45,7 +45,7 @@ from tests.fakes.openai_sse import (
     tool_call_chunks,
     usage_chunk,
 )
-from tests.runner.replay import assert_replays_for_every_api
+from tests.runner.replay import assert_replays_for_every_api, user_text
 
 MAIN = "main-model"
 BACKUP = "backup-model"
@@ -190,23 +190,16 @@ class Env:
         messages = manager.build_session_context().messages
         # Compaction folds earlier turns into a summary, but they stay on the branch.
         branch = [
-            _user_text(e["message"])
+            user_text(e["message"])
             for e in manager.get_branch()
             if e.get("type") == "message" and e["message"].get("role") == "user"
         ]
         for prompt in self.prompts:
             assert prompt in branch, f"user turn {prompt!r} was lost: {branch}"
-        in_context = [_user_text(m) for m in messages if m.get("role") == "user"]
+        in_context = [user_text(m) for m in messages if m.get("role") == "user"]
         assert self.prompts[-1] in in_context, "the latest user turn is not in the context"
         assert_replays_for_every_api(messages)
         return messages
-
-
-def _user_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
 
 
 @pytest.fixture

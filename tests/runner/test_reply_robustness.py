@@ -21,7 +21,7 @@ from clawpi.runner.lanes import CommandQueue
 from clawpi.session import SessionManager
 from clawpi.testing import FunctionProvider
 from clawpi.testing.faux import FauxResponse, faux_text, faux_thinking, faux_tool_call
-from tests.runner.replay import assert_replays_for_every_api
+from tests.runner.replay import assert_replays_for_every_api, numbered_turns
 from tests.session.test_properties import _corrupt, corruptions
 
 MARKERS = [
@@ -81,26 +81,9 @@ async def _turns(script: list[FauxResponse], root: Path) -> list[Any]:
     provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
     (root / "ws").mkdir()
     (root / "ws" / "a.txt").write_text("hello\n")
-    outcomes: list[Any] = []
-    for index in range(2):
-        try:
-            outcomes.append(
-                await run_embedded_agent(
-                    session_id="s",
-                    session_key="agent:main:test:s",
-                    session_file=root / "s.jsonl",
-                    workspace_dir=root / "ws",
-                    config=_config(provider),
-                    prompt=f"turn {index}",
-                    timeout_ms=30_000,
-                    run_id=f"r{index}",
-                    agent_dir=root / "agent",
-                    run_queue=CommandQueue(),
-                )
-            )
-        except ClawpiError as exc:
-            outcomes.append(exc)
-    return outcomes
+    return await numbered_turns(
+        root, 2, session_key="agent:main:test:s", config=_config(provider), timeout_ms=30_000
+    )
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -24,15 +24,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clawpi.errors import ClawpiError
-from clawpi.runner import run_embedded_agent
-from clawpi.runner.lanes import CommandQueue
 from clawpi.runner.result import EmbeddedRunResult
 from clawpi.runner.run import BackoffPolicy
 from clawpi.session import SessionManager
 from tests.fakes import anthropic_sse, gemini_sse, openai_sse
 from tests.fakes.http_server import FakeResponse, FakeServer, RecordedRequest, sse_frame
 from tests.fakes.responses_sse import ResponsesStream
-from tests.runner.replay import assert_replays_for_every_api
+from tests.runner.replay import assert_replays_for_every_api, numbered_turns, user_text
 
 KEYS = ("wire-key-one-5d1c", "wire-key-two-9e0b")
 WORDS = ["Sure", " - ", "here", " it", " is", ".", "\n\n", "Done", "ok"]
@@ -277,34 +275,14 @@ async def _turns(api: Api, server: FakeServer, root: Path, count: int, fallback:
     (root / "ws").mkdir()
     (root / "ws" / "a.txt").write_text("hello\n")
     _write_profiles(root / "agent")
-    outcomes: list[Any] = []
-    for index in range(count):
-        try:
-            outcomes.append(
-                await run_embedded_agent(
-                    session_id="s",
-                    session_key="agent:main:telegram:dm:42",
-                    session_file=root / "s.jsonl",
-                    workspace_dir=root / "ws",
-                    config=_config(api, server, fallback),
-                    prompt=f"turn {index}",
-                    timeout_ms=20_000,
-                    run_id=f"r{index}",
-                    agent_dir=root / "agent",
-                    run_queue=CommandQueue(),
-                    overload_backoff=NO_BACKOFF,
-                )
-            )
-        except ClawpiError as exc:
-            outcomes.append(exc)
-    return outcomes
-
-
-def _user_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
+    return await numbered_turns(
+        root,
+        count,
+        session_key="agent:main:telegram:dm:42",
+        config=_config(api, server, fallback),
+        timeout_ms=20_000,
+        overload_backoff=NO_BACKOFF,
+    )
 
 
 def _check(outcomes: list[Any], root: Path, started_ms: int) -> None:
@@ -332,7 +310,7 @@ def _check(outcomes: list[Any], root: Path, started_ms: int) -> None:
         return
     manager = SessionManager.open(root / "s.jsonl")
     branch = [
-        _user_text(e["message"])
+        user_text(e["message"])
         for e in manager.get_branch()
         if e.get("type") == "message" and e["message"].get("role") == "user"
     ]
