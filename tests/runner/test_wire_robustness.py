@@ -1,12 +1,13 @@
 """Whatever a provider's server sends back, over the real wire protocol of each API and through
 its official SDK, `run_embedded_agent` answers with something a user can be shown (or raises a
-clawpi error), shows no raw payload, stack trace or key, leaves `auth-profiles.json` readable
-with sane cooldowns, and leaves a session whose branch has each user turn once and replays
-validly for every provider.
+clawpi error), shows no raw JSON error body, stack trace or API key, leaves
+`auth-profiles.json` readable with sane cooldowns, and leaves a session whose branch keeps every
+answered user turn, in order, and replays validly for every provider.
 
 The server's answers are generated: well-formed streams (text, a tool call) that are then cut,
-truncated, duplicated or given garbage and wrong-shaped frames, and HTTP errors of every status
-with real and random bodies and `retry-after` values.
+truncated, duplicated, perturbed field by field or given garbage frames, and HTTP errors of
+every status with real and random bodies and `retry-after` values; the last answer may repeat
+for every later request, and the runner has a fallback model or not.
 """
 
 from __future__ import annotations
