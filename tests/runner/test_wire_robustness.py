@@ -272,7 +272,16 @@ def _write_profiles(agent_dir: Path) -> None:
     (agent_dir / "auth-profiles.json").write_text(json.dumps({"version": 1, "profiles": profiles}))
 
 
-async def _turns(api: Api, server: FakeServer, root: Path, count: int, fallback: bool) -> list[Any]:
+async def _turns(
+    api: Api,
+    server: FakeServer,
+    root: Path,
+    count: int,
+    fallback: bool,
+    streamed: list[Any] | None = None,
+) -> list[Any]:
+    """The outcome of each turn; what was streamed to the chat meanwhile goes to `streamed`."""
+    shown = streamed if streamed is not None else []
     (root / "ws").mkdir()
     (root / "ws" / "a.txt").write_text("hello\n")
     _write_profiles(root / "agent")
@@ -283,10 +292,20 @@ async def _turns(api: Api, server: FakeServer, root: Path, count: int, fallback:
         config=_config(api, server, fallback),
         timeout_ms=20_000,
         overload_backoff=NO_BACKOFF,
+        on_block_reply=shown.append,
+        on_partial_reply=shown.append,
+        on_tool_result=shown.append,
     )
 
 
-def _check(outcomes: list[Any], root: Path, started_ms: int) -> None:
+def _assert_showable(text: str) -> None:
+    for forbidden in FORBIDDEN:
+        assert forbidden not in text, f"{forbidden!r} shown to the user: {text!r}"
+
+
+def _check(outcomes: list[Any], root: Path, started_ms: int, streamed: list[Any]) -> None:
+    for payload in streamed:
+        _assert_showable(getattr(payload, "text", None) or "")
     for outcome in outcomes:
         if isinstance(outcome, ClawpiError):
             assert not any(secret in str(outcome) for secret in KEYS), str(outcome)
@@ -294,8 +313,7 @@ def _check(outcomes: list[Any], root: Path, started_ms: int) -> None:
         assert isinstance(outcome, EmbeddedRunResult)
         texts = [payload.text or "" for payload in outcome.payloads]
         for text in texts:
-            for forbidden in FORBIDDEN:
-                assert forbidden not in text, f"{forbidden!r} shown to the user: {text!r}"
+            _assert_showable(text)
         if outcome.meta.error is not None or outcome.meta.aborted:
             assert any(t.strip() for t in texts), f"a failed run showed nothing: {outcome.meta}"
     store = json.loads((root / "agent" / "auth-profiles.json").read_text())
@@ -342,8 +360,9 @@ def _scenario(
     with FakeServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.handler = handle
         started_ms = int(time.time() * 1000)
-        outcomes = asyncio.run(_turns(api, server, Path(tmp), count, fallback))
-        _check(outcomes, Path(tmp), started_ms)
+        streamed: list[Any] = []
+        outcomes = asyncio.run(_turns(api, server, Path(tmp), count, fallback, streamed))
+        _check(outcomes, Path(tmp), started_ms, streamed)
 
 
 def _scripts(api_name: str) -> st.SearchStrategy[list[FakeResponse]]:
