@@ -232,7 +232,7 @@ def answers(draw: st.DrawFn, api: Api) -> FakeResponse:
 # -- the run ---------------------------------------------------------------------------------
 
 
-def _config(api: Api, server: FakeServer, fallback: bool) -> dict[str, Any]:
+def _config(api: Api, server: FakeServer, fallback: bool, idle_s: int) -> dict[str, Any]:
     """Two keys and a fallback model, or (without `fallback`) one model: then a failure the
     fallback would take is the user's reply."""
     return {
@@ -254,7 +254,7 @@ def _config(api: Api, server: FakeServer, fallback: bool) -> dict[str, Any]:
                     "primary": "stub/main-model",
                     "fallbacks": ["stub/backup-model"] if fallback else [],
                 },
-                "llm": {"idleTimeoutSeconds": 30},
+                "llm": {"idleTimeoutSeconds": idle_s},
                 "compaction": {"keepRecentTokens": 1, "reserveTokensFloor": 1},
             }
         },
@@ -279,6 +279,7 @@ async def _turns(
     count: int,
     fallback: bool,
     streamed: list[Any] | None = None,
+    idle_s: int = 30,
 ) -> list[Any]:
     """The outcome of each turn; what was streamed to the chat meanwhile goes to `streamed`."""
     shown = streamed if streamed is not None else []
@@ -289,7 +290,7 @@ async def _turns(
         root,
         count,
         session_key="agent:main:telegram:dm:42",
-        config=_config(api, server, fallback),
+        config=_config(api, server, fallback, idle_s),
         timeout_ms=20_000,
         overload_backoff=NO_BACKOFF,
         on_block_reply=shown.append,
@@ -342,7 +343,12 @@ def _check(outcomes: list[Any], root: Path, started_ms: int, streamed: list[Any]
 
 
 def _scenario(
-    api_name: str, script: list[FakeResponse], count: int, sticky: bool, fallback: bool = True
+    api_name: str,
+    script: list[FakeResponse],
+    count: int,
+    sticky: bool,
+    fallback: bool = True,
+    idle_s: int = 30,
 ) -> None:
     """`script` answers the requests in turn; then its last answer again (`sticky`), or a
     plain "Done". (A stream is never repeated: one that calls a tool would have the model
@@ -361,7 +367,7 @@ def _scenario(
         server.handler = handle
         started_ms = int(time.time() * 1000)
         streamed: list[Any] = []
-        outcomes = asyncio.run(_turns(api, server, Path(tmp), count, fallback, streamed))
+        outcomes = asyncio.run(_turns(api, server, Path(tmp), count, fallback, streamed, idle_s))
         _check(outcomes, Path(tmp), started_ms, streamed)
 
 
@@ -381,6 +387,23 @@ def test_any_server_answer_gives_a_showable_reply_and_a_valid_session(
 ) -> None:
     script = data.draw(_scripts(api_name))
     _scenario(api_name, script, count=2, sticky=sticky, fallback=fallback)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    api_name=st.sampled_from(sorted(APIS)),
+    stall_after=st.integers(0, 12),
+    call=st.booleans(),
+    fallback=st.booleans(),
+)
+def test_a_stream_that_stalls_anywhere_ends_the_turn_and_leaves_a_valid_session(
+    api_name: str, stall_after: int, call: bool, fallback: bool
+) -> None:
+    """The server stops sending (the connection stays open) after any frame: the idle
+    watchdog ends the attempt, and the turn and the next one come back as above."""
+    frames = APIS[api_name].good(["Sure", " it is"], {"path": "a.txt"} if call else None)
+    stalled = FakeResponse.sse(frames, stall_after=min(stall_after, len(frames) - 1))
+    _scenario(api_name, [stalled], count=2, sticky=False, fallback=fallback, idle_s=1)
 
 
 @pytest.mark.parametrize("api_name", sorted(APIS))
