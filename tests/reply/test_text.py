@@ -182,6 +182,11 @@ def test_format_assistant_error_text_edges() -> None:
             "LLM request failed (HTTP 503) and the provider gave no error message.",
         ),
         ('{"unexpected": true}', copy.UNKNOWN_ERROR_TEXT),
+        (
+            '529 {"type": "error", "error": {"type": "api_error"}, "request_id": "req_9"}',
+            "LLM request failed (HTTP 529 api_error) and the provider gave no error message. "
+            "(request_id: req_9)",
+        ),
         ("[1, 2, 3]", copy.UNKNOWN_ERROR_TEXT),
     ],
 )

@@ -281,7 +281,8 @@ def format_raw_assistant_error_for_ui(raw: str | None) -> str:
         known = " ".join(part for part in (status, kind) if part)
         if not known:
             return "LLM request failed with an unknown error."
-        return f"LLM request failed ({known}) and the provider gave no error message."
+        request = f" (request_id: {info.request_id})" if info and info.request_id else ""
+        return f"LLM request failed ({known}) and the provider gave no error message.{request}"
     return trimmed if len(trimmed) <= 600 else f"{trimmed[:600]}…"
 
 

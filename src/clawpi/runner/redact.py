@@ -3,7 +3,8 @@
 Some providers, proxies and OpenAI-compatible servers echo the key they were sent in an error
 message ("Malformed request sent with sk-..."). The runner shows provider errors to the user
 (formatted, but with the provider's message) and raises them to the caller, so the keys a run
-used are masked in what it returns and raises.
+sent, and the other keys of that provider's auth profiles, are masked in what it returns and
+raises.
 """
 
 from __future__ import annotations
