@@ -13,6 +13,7 @@ for every later request, and the runner has a fallback model or not.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import tempfile
 import time
@@ -87,15 +88,12 @@ def _gemini_error(status: int, message: str) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}
 
 
+@dataclasses.dataclass(frozen=True)
 class Api:
-    def __init__(
-        self,
-        name: str,
-        suffix: str,
-        good: Callable[[list[str], dict[str, Any] | None], list[bytes]],
-        error: Callable[[int, str], dict[str, Any]],
-    ) -> None:
-        self.name, self.suffix, self.good, self.error = name, suffix, good, error
+    name: str
+    suffix: str
+    good: Callable[[list[str], dict[str, Any] | None], list[bytes]]
+    error: Callable[[int, str], dict[str, Any]]
 
 
 APIS = {

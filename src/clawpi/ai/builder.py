@@ -7,6 +7,7 @@ exactly one place.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from clawpi.ai.event_stream import empty_assistant_message
@@ -31,7 +32,7 @@ from clawpi.ai.types import (
 class AssistantMessageBuilder:
     """Owns `message` (the live `partial`) and returns one event per mutation."""
 
-    __slots__ = ("_tool_json", "message", "model")
+    __slots__ = ("_call_ids", "_tool_json", "message", "model")
 
     def __init__(self, model: Model) -> None:
         self.model = model
@@ -39,6 +40,7 @@ class AssistantMessageBuilder:
             model.api, model.provider, model.id
         )
         self._tool_json: dict[int, str] = {}
+        self._call_ids: dict[str, int] = {}  # ended tool calls: id's call part -> index
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -178,17 +180,18 @@ class AssistantMessageBuilder:
 
         Its id is made unique in the message if a server sent one twice: every API rejects
         a history that answers two calls with one id."""
-        content = self.message["content"]
-        block: Any = content[index]
+        block: Any = self.message["content"][index]
         buffer = self._tool_json.pop(index, None)
         if arguments is not None:
             block["arguments"] = arguments
         elif buffer is not None:
             block["arguments"] = parse_streaming_json(buffer)
-        if index:
-            taken = {_call_part(b) for b in content[:index] if b.get("type") == "toolCall"}
-            if _call_part(block) in taken:
-                block["id"] = _unique_call_id(str(block["id"]), taken)
+        call_ids = self._call_ids
+        call = _call_part(block)
+        if call_ids.get(call, index) != index:
+            block["id"] = _unique_call_id(str(block["id"]), call_ids)
+            call = _call_part(block)
+        call_ids[call] = index
         return {
             "type": "toolcall_end",
             "contentIndex": index,
@@ -206,7 +209,7 @@ def _call_part(block: Any) -> str:
     return str(block.get("id")).partition("|")[0]
 
 
-def _unique_call_id(call_id: str, taken: set[str]) -> str:
+def _unique_call_id(call_id: str, taken: Container[str]) -> str:
     """`call_id` with a numeric suffix on its call part, which no call in `taken` has."""
     call, bar, item = call_id.partition("|")
     number = 2

@@ -131,9 +131,8 @@ async def stream_openai_responses(
                     item = event["item"]
                     item_id = item.get("id")
                     if item_id and item_id in seen_items:  # the server repeated itself
-                        if item_id != open_item:
-                            if kind is not None:
-                                yield _close_block(builder, index, kind, None)
+                        if item_id != open_item and kind is not None:
+                            yield _close_block(builder, index, kind, None)
                             kind = None  # (what the repeat streams is not taken twice)
                         continue
                     if kind is not None:  # the server skipped output_item.done
