@@ -960,3 +960,14 @@ async def test_copilot_claude_uses_bearer_auth_without_tool_streaming_beta(
     assert "x-api-key" not in headers
     assert headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
     assert server.requests[0].json()["max_tokens"] == 16000
+
+
+async def test_usage_counts_of_the_wrong_type_are_read_as_zero(server: FakeServer) -> None:
+    frames = sse.turn(sse.text_block(0, "Hi."), usage={"output_tokens": "A"})
+    frames[0] = sse.message_start(input_tokens=25, cache_read="A", cache_write=[3])  # type: ignore[arg-type]
+    server.enqueue(sse.stream_response(frames))
+    _, message = await run(haiku(server))
+    usage = message["usage"]
+    counts = [usage["input"], usage["output"], usage["cacheRead"], usage["cacheWrite"]]
+    assert counts == [25, 0, 0, 0]
+    assert usage["totalTokens"] == 25

@@ -224,6 +224,20 @@ async def test_two_items_with_one_call_id_get_call_ids_of_their_own(server: Fake
     assert [b["id"] for b in message["content"]] == ["call_1|fc_1", "call_1_2|fc_2"]  # type: ignore[typeddict-item]
 
 
+async def test_usage_counts_of_the_wrong_type_are_read_as_zero(server: FakeServer) -> None:
+    usage = {
+        "input_tokens": 40,
+        "input_tokens_details": {"cached_tokens": "many"},
+        "output_tokens": [7],
+        "total_tokens": None,
+    }
+    server.enqueue(ResponsesStream().message(["Hi."]).completed(usage).response())
+    message = final(await run(model_at(server)))
+    counts = message["usage"]
+    assert [counts["input"], counts["output"], counts["cacheRead"]] == [40, 0, 0]
+    assert counts["totalTokens"] == 0
+
+
 async def test_usage_excludes_cached_input_and_cost_uses_model_prices(server: FakeServer) -> None:
     usage = usage_json(input_tokens=1_000_000, output_tokens=200_000, cached=400_000)
     server.enqueue(ResponsesStream().message(["ok"]).completed(usage).response())

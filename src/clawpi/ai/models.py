@@ -167,6 +167,14 @@ def models_are_equal(a: Model | None, b: Model | None) -> bool:
     return a is not None and b is not None and a.id == b.id and a.provider == b.provider
 
 
+def token_count(value: Any) -> int:
+    """A token count a server reported: a non-negative integer, else 0 (a server's usage of
+    the wrong type must not reach the sums and prices made of it)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return 0
+
+
 def calculate_cost(model: Model, usage: Usage) -> None:
     """Fill `usage["cost"]` from the model's per-million prices (in place, as pi does)."""
     cost = usage["cost"]

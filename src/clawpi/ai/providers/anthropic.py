@@ -15,7 +15,7 @@ import httpx2
 import orjson
 
 from clawpi.ai.builder import AssistantMessageBuilder
-from clawpi.ai.models import Model, calculate_cost
+from clawpi.ai.models import Model, calculate_cost, token_count
 from clawpi.ai.providers._common import describe_sdk_error, shared_client
 from clawpi.ai.providers.anthropic_convert import (
     DEFAULT_BASE_URL,
@@ -264,7 +264,7 @@ def _apply_usage(model: Model, usage: Usage, raw: Any, *, initial: bool) -> None
     ):
         value = getattr(raw, attr, None)
         if value is not None:
-            usage[key] = value  # type: ignore[literal-required]
+            usage[key] = token_count(value)  # type: ignore[literal-required]
         elif initial:
             usage[key] = 0  # type: ignore[literal-required]
     usage["totalTokens"] = (

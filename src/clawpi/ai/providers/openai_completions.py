@@ -22,7 +22,7 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from clawpi.ai.builder import AssistantMessageBuilder
-from clawpi.ai.models import Model
+from clawpi.ai.models import Model, token_count
 from clawpi.ai.providers._common import describe_sdk_error, shared_client
 from clawpi.ai.providers.openai_compat import resolve_compat
 from clawpi.ai.providers.openai_completions_convert import REASONING_FIELDS, build_request
@@ -372,8 +372,7 @@ def _field(obj: Any, name: str) -> Any:
 
 
 def _count(obj: Any, name: str) -> int:
-    value = _field(obj, name)
-    return value if isinstance(value, int) else 0
+    return token_count(_field(obj, name))
 
 
 def _apply_usage(target: Usage, raw: Any) -> None:

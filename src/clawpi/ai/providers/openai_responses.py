@@ -23,7 +23,7 @@ import orjson
 from openai.resources.responses import AsyncResponses
 
 from clawpi.ai.builder import AssistantMessageBuilder
-from clawpi.ai.models import Model
+from clawpi.ai.models import Model, token_count
 from clawpi.ai.providers._common import describe_sdk_error, shared_client
 from clawpi.ai.providers.openai_responses_convert import build_request, encode_text_signature
 from clawpi.ai.stream import (
@@ -323,12 +323,13 @@ def _error(builder: AssistantMessageBuilder, message: str, options: StreamOption
 def _read_usage(usage: Usage, reported: dict[str, Any] | None) -> None:
     if not reported:
         return
-    cached = (reported.get("input_tokens_details") or {}).get("cached_tokens") or 0
-    usage["input"] = (reported.get("input_tokens") or 0) - cached
-    usage["output"] = reported.get("output_tokens") or 0
+    details = reported.get("input_tokens_details")
+    cached = token_count(details.get("cached_tokens") if isinstance(details, dict) else None)
+    usage["input"] = max(0, token_count(reported.get("input_tokens")) - cached)
+    usage["output"] = token_count(reported.get("output_tokens"))
     usage["cacheRead"] = cached
     usage["cacheWrite"] = 0
-    usage["totalTokens"] = reported.get("total_tokens") or 0
+    usage["totalTokens"] = token_count(reported.get("total_tokens"))
 
 
 def _apply_service_tier(usage: Usage, reported_tier: str | None, options: StreamOptions) -> None:
