@@ -24,7 +24,7 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 from clawpi.ai.builder import AssistantMessageBuilder
-from clawpi.ai.models import Model
+from clawpi.ai.models import Model, token_count
 from clawpi.ai.providers._common import describe_sdk_error, shared_client
 from clawpi.ai.providers.google_convert import build_payload, split_base_url
 from clawpi.ai.stream import (
@@ -218,9 +218,11 @@ class _ChunkReader:
         meta = chunk.usage_metadata
         if meta is not None:
             usage = self.builder.message["usage"]
-            usage["input"] = meta.prompt_token_count or 0
-            usage["output"] = (meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)
-            usage["cacheRead"] = meta.cached_content_token_count or 0
+            usage["input"] = token_count(meta.prompt_token_count)
+            usage["output"] = token_count(meta.candidates_token_count) + token_count(
+                meta.thoughts_token_count
+            )
+            usage["cacheRead"] = token_count(meta.cached_content_token_count)
             usage["cacheWrite"] = 0
             usage["totalTokens"] = usage["input"] + usage["output"]
         return events
