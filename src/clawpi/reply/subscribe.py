@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol, TypeAlias, TypeGuard
 
 from clawpi.ai.mapping import is_mapping
+from clawpi.ai.text import content_text
 from clawpi.errors import AbortedError
 from clawpi.reply.chunker import (
     DEFAULT_MAX_CHARS,
@@ -65,7 +66,6 @@ from clawpi.reply.text import (
 )
 from clawpi.reply.tool_events import (
     MESSAGING_TOOL_NAMES,
-    content_text,
     is_mutating_tool_call,
     messaging_tool_send,
     sanitize_tool_result,

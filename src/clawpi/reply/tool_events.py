@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from clawpi.ai.mapping import is_mapping
+from clawpi.ai.text import content_text
 
 MAX_TOOL_EVENT_TEXT_CHARS = 8000
 MESSAGING_TOOL_NAMES = frozenset({"message", "sessions_send"})
@@ -20,24 +20,6 @@ _MUTATING_TOOLS = frozenset(
     {"write", "edit", "apply_patch", "exec", "bash", "message", "sessions_send"}
 )
 _READ_ONLY_PROCESS_ACTIONS = frozenset({"list", "poll", "log", "status"})
-
-
-def content_text(result: Any) -> str:
-    """The text blocks of a message or tool result, one per line (a string stays as it is)."""
-    if isinstance(result, str):
-        return result
-    if not is_mapping(result):
-        return ""
-    content = result.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(
-        b["text"]
-        for b in content
-        if is_mapping(b) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    )
 
 
 def tool_result_status(result: Any) -> str | None:
