@@ -11,7 +11,9 @@ still a valid transcript for every provider.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,9 +34,16 @@ from clawpi.reply.user_text import (
     RATE_LIMIT_TEXT,
 )
 from clawpi.runner import run_embedded_agent
-from clawpi.runner.result import RETRY_LIMIT_TEXT, TIMEOUT_NO_RESPONSE_TEXT, EmbeddedRunResult
+from clawpi.runner.result import (
+    RETRY_LIMIT_TEXT,
+    TIMEOUT_NO_RESPONSE_TEXT,
+    TOOL_LOOP_ENDED_TEXT,
+    EmbeddedRunResult,
+)
 from clawpi.runner.run import BackoffPolicy
 from clawpi.session import SessionManager
+from clawpi.tools.loop_detection import CRITICAL_THRESHOLD, GLOBAL_CIRCUIT_BREAKER_THRESHOLD
+from clawpi.tools.loop_guard import BLOCKED_STREAK_TO_END_RUN, RUN_ENDED_NOTICE
 from tests.fakes.http_server import FakeResponse, FakeServer, RecordedRequest
 from tests.fakes.openai_sse import (
     completion_response,
@@ -704,6 +713,76 @@ async def test_client_tool_calls_end_the_run_with_every_pending_call(env: Env, s
     assert not result.payloads
     assert stub.turns() == [("key-1", MAIN)]  # the caller runs the tools, not the runner
     env.assert_transcript_valid()
+
+
+def calling_every_time(name: str, arguments: str) -> Responder:
+    """A model that answers every request with the same tool call (a fresh call id each time)."""
+    count = itertools.count()
+
+    def respond(_request: RecordedRequest) -> FakeResponse:
+        call_id = f"call_{next(count)}"
+        frames = [role_chunk(), *tool_call_chunks(0, call_id, name, [arguments])]
+        return completion_response([*frames, finish_chunk("tool_calls")])
+
+    return respond
+
+
+def tool_result_texts(messages: list[dict[str, Any]]) -> list[str]:
+    return [user_text(m) for m in messages if m.get("role") == "toolResult"]
+
+
+async def test_loop_detection_ends_a_run_that_keeps_repeating_a_refused_call(
+    env: Env, stub: Stub, caplog: pytest.LogCaptureFixture
+) -> None:
+    env.workspace.mkdir()
+    (env.workspace / "notes.txt").write_text("remember the milk\n")
+    env.config["tools"] = {"loopDetection": {"enabled": True}}
+    stub.on(None, MAIN, calling_every_time("read", '{"path": "notes.txt"}'))
+    caplog.set_level(logging.WARNING, logger="clawpi.tools.loop_guard")
+    result = await env.run("what is in notes.txt?")
+
+    # twenty reads run, then three are refused and the third ends the run
+    assert stub.turns() == [("key-1", MAIN)] * (CRITICAL_THRESHOLD + BLOCKED_STREAK_TO_END_RUN)
+    assert result.meta.error is not None and result.meta.error.kind == "tool_loop"
+    assert result.meta.aborted is False
+    assert [(p.text, p.is_error) for p in result.payloads] == [(TOOL_LOOP_ENDED_TEXT, True)]
+    texts = tool_result_texts(env.assert_transcript_valid())
+    assert all("remember the milk" in t for t in texts[:CRITICAL_THRESHOLD])
+    refused = texts[CRITICAL_THRESHOLD:]
+    assert len(refused) == 3 and all(t.startswith("CRITICAL: Called read") for t in refused)
+    assert [RUN_ENDED_NOTICE in t for t in refused] == [False, False, True]
+    assert caplog.text.count("loop warning for read (generic_repeat, 10)") == 1
+    assert not env.usage_stats().get("stub:p1", {}).get("errorCount")
+
+
+async def test_loop_detection_ends_a_run_that_keeps_calling_a_missing_tool(
+    env: Env, stub: Stub
+) -> None:
+    env.config["tools"] = {"loopDetection": {"enabled": True, "unknownToolThreshold": 4}}
+    stub.on(None, MAIN, calling_every_time("shell", '{"command": "ls"}'))
+    result = await env.run("list the files")
+
+    assert len(stub.turns()) == 4 + BLOCKED_STREAK_TO_END_RUN
+    assert result.meta.error is not None and result.meta.error.kind == "tool_loop"
+    assert result.payloads[-1].text == TOOL_LOOP_ENDED_TEXT
+    env.assert_transcript_valid()
+
+
+async def test_without_loop_detection_a_long_repetition_runs_to_its_answer(
+    env: Env, stub: Stub
+) -> None:
+    env.workspace.mkdir()
+    (env.workspace / "notes.txt").write_text("remember the milk\n")
+    repeats = GLOBAL_CIRCUIT_BREAKER_THRESHOLD + 2
+    looping = calling_every_time("read", '{"path": "notes.txt"}')
+    stub.on(None, MAIN, *([looping] * repeats), lambda _r: reply("the milk"))
+    result = await env.run("what is in notes.txt?")
+
+    assert len(stub.turns()) == repeats + 1
+    assert result.meta.error is None
+    assert [p.text for p in result.payloads] == ["the milk"]
+    texts = tool_result_texts(env.assert_transcript_valid())
+    assert len(texts) == repeats and all("remember the milk" in t for t in texts)
 
 
 async def test_unsupported_thinking_level_retries_with_a_level_the_model_lists(

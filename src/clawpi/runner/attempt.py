@@ -53,7 +53,7 @@ from clawpi.runner.runs import clear_active_embedded_run, set_active_embedded_ru
 from clawpi.runner.sanitize import sanitize_session_history
 from clawpi.runner.skills_env import apply_skill_env_overrides
 from clawpi.runner.timeouts import COMPACTION_WAIT_TIMEOUT_S, AttemptTimers
-from clawpi.runner.tool_setup import build_run_tools
+from clawpi.runner.tool_setup import build_run_tools, tool_loop_guard
 from clawpi.runner.transcript_policy import resolve_transcript_policy
 from clawpi.runner.turn_validation import validate_replay_turns
 from clawpi.runner.workspace import workspace_cwd
@@ -62,12 +62,14 @@ from clawpi.sdk.factory import create_agent_session
 from clawpi.session import FsyncMode, SessionManager, SessionManagerCache
 from clawpi.session.guard import install_tool_result_guard
 from clawpi.session.paths import parent_path
+from clawpi.tools.loop_detection import ToolCallHistory
 from clawpi.tools.process_registry import run_scope
 
 log = logging.getLogger(__name__)
 
 IDLE_FLUSH_TIMEOUT_S = 30.0
 CLIENT_TOOL_ABORT_REASON = "client tool call"
+TOOL_LOOP_ABORT_REASON = "tool loop"
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -101,6 +103,8 @@ class AttemptParams:
     enforce_final_tag: bool = False
     current_message_id: str | None = None
     callbacks: Mapping[str, Callable[..., Any] | None] = dataclasses.field(default_factory=dict)
+    loop_history: ToolCallHistory | None = None
+    """The run's tool calls so far, shared by its attempts, for `tools.loopDetection`."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -126,6 +130,8 @@ class AttemptResult:
     block_reply_keys: set[str] = dataclasses.field(default_factory=set)
     system_prompt_report: dict[str, Any] | None = None
     ran_tools: list[str] = dataclasses.field(default_factory=list)
+    tool_loop_ended: bool = False
+    """The loop guard ended the run: the model kept repeating a call it was refused."""
 
 
 class _RunHandle:
@@ -348,7 +354,21 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
                 if current is not None:
                     current.agent.abort(CLIENT_TOOL_ABORT_REASON)
 
+            def end_run_for_loop() -> None:
+                result.tool_loop_ended = True
+                current = holder.get("session")
+                if current is not None:
+                    current.agent.abort(TOOL_LOOP_ABORT_REASON)
+
             tools = [] if params.disable_tools else _run_tools(params)
+            loop_guard = tool_loop_guard(
+                params.config,
+                params.loop_history,
+                on_end_run=end_run_for_loop,
+                label=f"session {params.session_key or params.session_id}: ",
+            )
+            if loop_guard is not None:
+                tools = loop_guard.wrap_tools(tools)
             tools += make_client_tools(params.client_tools, on_client_call)
             allowed = [tool.name for tool in tools]
             policy = resolve_transcript_policy(
@@ -391,6 +411,8 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
                 system_prompt=system_prompt,
             )
             holder["session"] = session
+            if loop_guard is not None:
+                session.subscribe(loop_guard.observe)
             _prepare_history(session, params, allowed)
             await _prompt(session, params, result, pending)
         finally:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from clawpi.reply.payloads import ReplyPayload
 from clawpi.reply.subscribe import UsageTotals
 from clawpi.runner.client_tools import PendingToolCall
+from clawpi.tools.loop_guard import RUN_ENDED_NOTICE
 
 RunErrorKind = Literal[
     "context_overflow",
@@ -17,6 +18,7 @@ RunErrorKind = Literal[
     "retry_limit",
     "timeout",
     "incomplete_turn",
+    "tool_loop",
 ]
 
 RETRY_LIMIT_TEXT = (
@@ -32,6 +34,7 @@ INCOMPLETE_TURN_MUTATED_TEXT = (
     "⚠️ Agent couldn't generate a response. Note: some tool actions may have already been "
     "executed — please verify before retrying."
 )
+TOOL_LOOP_ENDED_TEXT = f"⚠️ {RUN_ENDED_NOTICE}"
 IMAGE_TOO_LARGE_TEXT = (
     "Image too large for the model (max {mb} MB). Please compress or resize the image and try "
     "again."

@@ -77,6 +77,7 @@ from clawpi.runner.result import (
     INCOMPLETE_TURN_TEXT,
     RETRY_LIMIT_TEXT,
     TIMEOUT_NO_RESPONSE_TEXT,
+    TOOL_LOOP_ENDED_TEXT,
     AgentMeta,
     EmbeddedRunResult,
     RunError,
@@ -94,6 +95,7 @@ from clawpi.sdk import AuthStorage, ModelRegistry
 from clawpi.sdk.compaction import estimate_context_tokens
 from clawpi.sdk.paths import agent_dir as default_agent_dir
 from clawpi.session.background_sync import FsyncMode
+from clawpi.tools.loop_detection import ToolCallHistory
 
 MAX_OVERFLOW_COMPACTIONS = 3
 MAX_TIMEOUT_COMPACTIONS = 2
@@ -262,6 +264,7 @@ async def run_embedded_agent(
         abort_signal=abort_signal,
         overload_backoff=overload_backoff,
         redactor=SecretRedactor(),
+        loop_history=ToolCallHistory(),
         callbacks={
             "on_block_reply": on_block_reply,
             "on_block_reply_flush": on_block_reply_flush,
@@ -341,6 +344,7 @@ class _Runner:
         self.abort_signal: AbortSignal | None
         self.overload_backoff: BackoffPolicy
         self.redactor: SecretRedactor
+        self.loop_history: ToolCallHistory
         self.callbacks: dict[str, Any]
         self.options: dict[str, Any]
 
@@ -528,6 +532,7 @@ class _AttemptLoop:
             client_tools=r.client_tools,
             extra_system_prompt=r.extra_system_prompt,
             abort_signal=r.abort_signal,
+            loop_history=r.loop_history,
             callbacks=r.callbacks,
             **r.options,
         )
@@ -765,11 +770,12 @@ class _AttemptLoop:
 
     def _payloads(self, attempt: AttemptResult) -> list[ReplyPayload]:
         options = self.runner.options
-        return build_embedded_run_payloads(
+        payloads = build_embedded_run_payloads(
             assistant_texts=attempt.assistant_texts,
             tool_metas=attempt.tool_metas,
             last_assistant=attempt.last_assistant,
-            last_tool_error=attempt.last_tool_error,
+            # the refused call is not news to the user; why the run stopped is
+            last_tool_error=None if attempt.tool_loop_ended else attempt.last_tool_error,
             provider=self.model.provider,
             verbose_level=options["verbose_level"],
             reasoning_level=options["reasoning_mode"],
@@ -779,11 +785,17 @@ class _AttemptLoop:
             current_message_id=options["current_message_id"],
             streamed_keys=attempt.block_reply_keys,
         )
+        if attempt.tool_loop_ended:
+            payloads.append(ReplyPayload(text=TOOL_LOOP_ENDED_TEXT, is_error=True))
+        return payloads
 
     def _result(self, attempt: AttemptResult) -> EmbeddedRunResult:
+        meta = self._meta(attempt)
+        if attempt.tool_loop_ended:
+            meta.error = RunError(kind="tool_loop", message=TOOL_LOOP_ENDED_TEXT)
         return EmbeddedRunResult(
             payloads=self._payloads(attempt),
-            meta=self._meta(attempt),
+            meta=meta,
             did_send_via_messaging_tool=attempt.did_send_via_messaging_tool,
             messaging_tool_sent_texts=attempt.messaging_tool_sent_texts,
             messaging_tool_sent_media_urls=attempt.messaging_tool_sent_media_urls,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -12,6 +12,8 @@ from clawpi.ai.models import Model
 from clawpi.runner.config import agent_defaults, get_path, positive_int
 from clawpi.runner.config_fields import finite_number
 from clawpi.tools import ProcessRegistry, ToolPolicy, ToolPolicyConfig, create_coding_tools
+from clawpi.tools.loop_detection import LoopDetectionConfig, ToolCallHistory
+from clawpi.tools.loop_guard import ToolLoopGuard
 
 _DEFAULT_YIELD_MS = 10_000
 _DEFAULT_EXEC_TIMEOUT_S = 1_800
@@ -110,3 +112,22 @@ def _non_negative(value: Any, default: float) -> float:
 
 def image_max_dimension(config: Mapping[str, Any]) -> int | None:
     return positive_int(agent_defaults(config).get("imageMaxDimensionPx"))
+
+
+def tool_loop_guard(
+    config: Mapping[str, Any],
+    history: ToolCallHistory | None,
+    *,
+    on_end_run: Callable[[], None],
+    label: str = "",
+) -> ToolLoopGuard | None:
+    """The attempt's loop guard when `tools.loopDetection.enabled` is set, else None."""
+    loop_config = LoopDetectionConfig.from_config(get_path(config, "tools.loopDetection"))
+    if not loop_config.enabled:
+        return None
+    return ToolLoopGuard(
+        history if history is not None else ToolCallHistory(),
+        loop_config,
+        on_end_run=on_end_run,
+        label=label,
+    )
