@@ -768,6 +768,21 @@ async def test_loop_detection_ends_a_run_that_keeps_calling_a_missing_tool(
     env.assert_transcript_valid()
 
 
+async def test_loop_detection_ends_a_run_that_keeps_sending_arguments_that_do_not_validate(
+    env: Env, stub: Stub
+) -> None:
+    env.config["tools"] = {"loopDetection": {"enabled": True}}
+    stub.on(None, MAIN, calling_every_time("read", '{"path": {"x": 1}}'))
+    result = await env.run("read it")
+
+    assert len(stub.turns()) == CRITICAL_THRESHOLD + BLOCKED_STREAK_TO_END_RUN
+    assert result.meta.error is not None and result.meta.error.kind == "tool_loop"
+    texts = tool_result_texts(env.assert_transcript_valid())
+    # the agent refused each call before any tool ran, so the model read its validation error
+    assert len(texts) == len(stub.turns())
+    assert all(t.startswith('Validation failed for tool "read"') for t in texts)
+
+
 async def test_without_loop_detection_a_long_repetition_runs_to_its_answer(
     env: Env, stub: Stub
 ) -> None:

@@ -7,7 +7,8 @@ answered user turn, in order, and replays validly for every provider.
 The server's answers are generated: well-formed streams (text, a tool call) that are then cut,
 truncated, duplicated, perturbed field by field or given garbage frames, and HTTP errors of
 every status with real and random bodies and `retry-after` values; the last answer may repeat
-for every later request, and the runner has a fallback model or not.
+for every later request (a tool-calling stream only with loop detection on, which must end the
+turn), and the runner has a fallback model or not.
 """
 
 from __future__ import annotations
@@ -230,9 +231,23 @@ def answers(draw: st.DrawFn, api: Api) -> FakeResponse:
 # -- the run ---------------------------------------------------------------------------------
 
 
-def _config(api: Api, server: FakeServer, fallback: bool, idle_s: int) -> dict[str, Any]:
+LOOP_DETECTION = {
+    "enabled": True,
+    "warningThreshold": 2,
+    "criticalThreshold": 3,
+    "unknownToolThreshold": 2,
+}
+"""Low thresholds: a looping turn ends after a few requests, not twenty."""
+
+
+def _config(
+    api: Api, server: FakeServer, fallback: bool, idle_s: int, loop_detection: bool = False
+) -> dict[str, Any]:
     """Two keys and a fallback model, or (without `fallback`) one model: then a failure the
     fallback would take is the user's reply."""
+    tools: dict[str, Any] = {"allow": ["read"]}
+    if loop_detection:
+        tools["loopDetection"] = LOOP_DETECTION
     return {
         "models": {
             "providers": {
@@ -257,7 +272,7 @@ def _config(api: Api, server: FakeServer, fallback: bool, idle_s: int) -> dict[s
             }
         },
         "auth": {"order": {"stub": ["stub:p1", "stub:p2"]}},
-        "tools": {"allow": ["read"]},
+        "tools": tools,
     }
 
 
@@ -278,6 +293,7 @@ async def _turns(
     fallback: bool,
     streamed: list[Any] | None = None,
     idle_s: int = 30,
+    loop_detection: bool = False,
 ) -> list[Any]:
     """The outcome of each turn; what was streamed to the chat meanwhile goes to `streamed`."""
     shown = streamed if streamed is not None else []
@@ -288,7 +304,7 @@ async def _turns(
         root,
         count,
         session_key="agent:main:telegram:dm:42",
-        config=_config(api, server, fallback, idle_s),
+        config=_config(api, server, fallback, idle_s, loop_detection),
         timeout_ms=20_000,
         overload_backoff=NO_BACKOFF,
         on_block_reply=shown.append,
@@ -347,16 +363,22 @@ def _scenario(
     sticky: bool,
     fallback: bool = True,
     idle_s: int = 30,
-) -> None:
+    loop_detection: bool = False,
+) -> int:
     """`script` answers the requests in turn; then its last answer again (`sticky`), or a
-    plain "Done". (A stream is never repeated: one that calls a tool would have the model
-    call it again and again until the run's timeout, as OpenClaw's would without its opt-in
-    loop detection.)"""
+    plain "Done". Returns how many requests the server had.
+
+    Without `loop_detection` a stream is never repeated: one that calls a tool would have the
+    model call it again and again until the run's timeout, as OpenClaw's would without its
+    opt-in loop detection."""
     api = APIS[api_name]
     remaining = list(script)
-    sticky = sticky and remaining[-1].chunks is None
+    sticky = sticky and (loop_detection or remaining[-1].chunks is None)
+    requests = 0
 
     def handle(_request: RecordedRequest) -> FakeResponse:
+        nonlocal requests
+        requests += 1
         if len(remaining) > 1 or (remaining and not sticky):
             return remaining.pop(0)
         return remaining[0] if remaining else FakeResponse.sse(api.good(["Done"], None))
@@ -365,8 +387,11 @@ def _scenario(
         server.handler = handle
         started_ms = int(time.time() * 1000)
         streamed: list[Any] = []
-        outcomes = asyncio.run(_turns(api, server, Path(tmp), count, fallback, streamed, idle_s))
+        outcomes = asyncio.run(
+            _turns(api, server, Path(tmp), count, fallback, streamed, idle_s, loop_detection)
+        )
         _check(outcomes, Path(tmp), started_ms, streamed)
+    return requests
 
 
 def _scripts(api_name: str) -> st.SearchStrategy[list[FakeResponse]]:
@@ -385,6 +410,22 @@ def test_any_server_answer_gives_a_showable_reply_and_a_valid_session(
 ) -> None:
     script = data.draw(_scripts(api_name))
     _scenario(api_name, script, count=2, sticky=sticky, fallback=fallback)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), api_name=st.sampled_from(sorted(APIS)), fallback=st.booleans())
+def test_with_loop_detection_an_answer_repeated_forever_still_ends_each_turn(
+    data: st.DataObject, api_name: str, fallback: bool
+) -> None:
+    """A server that repeats its last answer for every request, a tool call included: the
+    model "calls" the tool forever. Loop detection refuses the call and ends the run, so each
+    turn comes back as above, after a handful of requests rather than at the run's timeout
+    (which would take hundreds)."""
+    script = data.draw(_scripts(api_name))
+    requests = _scenario(
+        api_name, script, count=2, sticky=True, fallback=fallback, loop_detection=True
+    )
+    assert requests <= 120, f"{requests} requests: a repeated answer was not stopped"
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])

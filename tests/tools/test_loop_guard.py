@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from clawpi.agent.tool import AgentTool
+from clawpi.agent.tool_execution import ABORTED_MESSAGE, SKIPPED_MESSAGE
 from clawpi.tools import create_coding_tools
 from clawpi.tools.errors import ToolError
 from clawpi.tools.loop_detection import CRITICAL_THRESHOLD, LoopDetectionConfig, ToolCallHistory
@@ -118,16 +119,23 @@ async def test_the_history_outlives_the_guard_so_a_retried_attempt_keeps_countin
         await call(retried["read"], "after-retry", {"path": "notes.txt"})
 
 
-def unknown_call(guard: ToolLoopGuard, call_id: str, name: str = "shell") -> None:
+def unknown_call(
+    guard: ToolLoopGuard,
+    call_id: str,
+    name: str = "shell",
+    error: str | None = None,
+    args: Any = None,
+) -> None:
+    """The events of a call the agent failed without running a tool (by default: no such tool)."""
     guard.observe(
-        {"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": {}}
+        {"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args}
     )
     guard.observe(
         {
             "type": "tool_execution_end",
             "toolCallId": call_id,
             "toolName": name,
-            "result": {"content": [{"type": "text", "text": f"Tool {name} not found"}]},
+            "result": {"content": [{"type": "text", "text": error or f"Tool {name} not found"}]},
             "isError": True,
         }
     )
@@ -162,3 +170,25 @@ async def test_events_of_the_guards_own_tools_are_not_counted_twice(workspace: P
     guard.observe({"type": "tool_execution_end", "toolName": 3, "isError": True})
     guard.observe({"type": "message_end"})
     assert len(guard.history.records) == 1
+
+
+def test_a_call_that_keeps_failing_validation_is_counted_and_ends_the_run(workspace: Path) -> None:
+    ended = Ended()
+    guard, _tools = guarded(workspace, ended)
+    error = 'Validation failed for tool "read": path: is required'
+    for i in range(CRITICAL_THRESHOLD):
+        unknown_call(guard, f"v{i}", "read", error, {"file": "a.txt"})
+    assert guard.blocked_streak == 0
+    for i in range(BLOCKED_STREAK_TO_END_RUN):
+        unknown_call(guard, f"again{i}", "read", error, {"file": "a.txt"})
+    assert ended.calls == 1
+
+
+def test_calls_skipped_for_the_users_message_or_an_abort_are_not_the_models_loop(
+    workspace: Path,
+) -> None:
+    guard, _tools = guarded(workspace, Ended())
+    for i in range(CRITICAL_THRESHOLD + 5):
+        unknown_call(guard, f"s{i}", "read", SKIPPED_MESSAGE, {"path": "a.txt"})
+        unknown_call(guard, f"a{i}", "read", ABORTED_MESSAGE, {"path": "a.txt"})
+    assert guard.history.records == [] and guard.blocked_streak == 0

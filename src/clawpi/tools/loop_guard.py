@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from clawpi.agent.tool import AgentTool, ToolResult, ToolUpdateCallback
+from clawpi.agent.tool_execution import ABORTED_MESSAGE, SKIPPED_MESSAGE
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.text import content_text
 from clawpi.tools.errors import ToolError
@@ -27,6 +28,9 @@ answer without the call before the run is cut."""
 RUN_ENDED_NOTICE = (
     "Ending this run: the model kept repeating a blocked tool call and made no progress."
 )
+
+_NOT_ATTEMPTED = frozenset({SKIPPED_MESSAGE, ABORTED_MESSAGE})
+"""Calls the agent did not make because the user spoke or the run stopped: not the model's."""
 
 
 class ToolLoopBlockedError(ToolError):
@@ -51,7 +55,8 @@ class ToolLoopGuard:
         self.label = label
         self.blocked_streak = 0
         self.ended = False
-        self._wrapped: set[str] = set()
+        self._executed: set[str] = set()
+        """Calls that reached a wrapped tool: their outcome is recorded there, not from events."""
         self._args: dict[str, Any] = {}
 
     def wrap_tools(self, tools: Iterable[AgentTool]) -> list[AgentTool]:
@@ -62,7 +67,6 @@ class ToolLoopGuard:
         inner = tool.execute
         history = self.history
         config = self.config
-        self._wrapped.add(name)
 
         async def execute(
             tool_call_id: str,
@@ -70,6 +74,7 @@ class ToolLoopGuard:
             signal: AbortSignal | None = None,
             on_update: ToolUpdateCallback | None = None,
         ) -> ToolResult:
+            self._executed.add(tool_call_id)
             verdict = history.detect(name, params, config)
             if verdict is not None:
                 if verdict.level == "critical":
@@ -88,20 +93,26 @@ class ToolLoopGuard:
         return dataclasses.replace(tool, execute=execute)
 
     def observe(self, event: Mapping[str, Any]) -> None:
-        """Agent events: calls to a tool the run does not have never reach a wrapper, so
-        their failures are recorded from here, and repeating one counts as refused."""
+        """Agent events: a call the agent failed before it reached a tool (a tool the run does
+        not have, arguments that do not validate, a hook's veto) is recorded from here, and
+        repeating one past a threshold counts as a refusal. The model has already read the
+        agent's error for it; what the guard can still do is end the run."""
         kind = event.get("type")
-        if kind not in ("tool_execution_start", "tool_execution_end"):
+        if kind != "tool_execution_start" and kind != "tool_execution_end":
             return
-        name = event.get("toolName")
         call_id = event.get("toolCallId")
-        if not isinstance(name, str) or name in self._wrapped or not isinstance(call_id, str):
+        name = event.get("toolName")
+        if not isinstance(call_id, str) or not isinstance(name, str):
             return
         if kind == "tool_execution_start":
             self._args[call_id] = event.get("args")
             return
         params = self._args.pop(call_id, None)
-        if not event.get("isError"):
+        if call_id in self._executed:
+            self._executed.discard(call_id)
+            return
+        error = content_text(event.get("result"))
+        if not event.get("isError") or error in _NOT_ATTEMPTED:
             return
         verdict = self.history.detect(name, params, self.config)
         if verdict is not None and verdict.level == "critical":
@@ -111,9 +122,7 @@ class ToolLoopGuard:
             self._warn(name, verdict)
         self.blocked_streak = 0
         self.history.record_call(name, params, call_id, self.config)
-        self.history.record_outcome(
-            name, params, call_id, self.config, error=content_text(event.get("result"))
-        )
+        self.history.record_outcome(name, params, call_id, self.config, error=error)
 
     def _refuse(self, name: str, verdict: LoopVerdict) -> str:
         self.blocked_streak += 1
