@@ -1,5 +1,6 @@
 """Built-in coding tools (read, write, edit, exec, process, grep, find, ls, apply_patch), the
-workspace rules and bubblewrap sandbox that confine them, tool policy and schema cleaning."""
+workspace rules and bubblewrap sandbox that confine them, tool policy, schema cleaning and
+tool-call loop detection."""
 
 from clawpi.tools.errors import (
     CommandFailedError,
@@ -12,6 +13,8 @@ from clawpi.tools.errors import (
     UnsafePathError,
 )
 from clawpi.tools.exec_policy import ExecPolicy, ExecSecurity
+from clawpi.tools.loop_detection import LoopDetectionConfig, LoopVerdict, ToolCallHistory
+from clawpi.tools.loop_guard import ToolLoopBlockedError, ToolLoopGuard
 from clawpi.tools.paths import Workspace
 from clawpi.tools.pipeline import create_coding_tools
 from clawpi.tools.policy import (
@@ -33,6 +36,8 @@ __all__ = [
     "ExecDeniedError",
     "ExecPolicy",
     "ExecSecurity",
+    "LoopDetectionConfig",
+    "LoopVerdict",
     "PatchError",
     "PathEscapeError",
     "ProcessRegistry",
@@ -40,8 +45,11 @@ __all__ = [
     "Sandbox",
     "SandboxConfig",
     "SandboxUnavailableError",
+    "ToolCallHistory",
     "ToolError",
     "ToolInputError",
+    "ToolLoopBlockedError",
+    "ToolLoopGuard",
     "ToolPolicy",
     "ToolPolicyConfig",
     "UnsafePathError",
