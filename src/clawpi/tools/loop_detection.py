@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeAlias
 
 import orjson
@@ -129,6 +130,15 @@ class CallRecord:
     call_id: str | None
     result_hash: str | None = None
     unknown_tool: str | None = None
+
+
+def _leading_run(values: Iterable[str | None]) -> tuple[int, str | None]:
+    """How many values at the start equal the first, and that value."""
+    iterator = iter(values)
+    first = next(iterator, None)
+    if first is None:
+        return 0, None
+    return 1 + sum(1 for _ in itertools.takewhile(lambda v: v == first, iterator)), first
 
 
 def stable_digest(value: Any) -> str:
@@ -363,33 +373,18 @@ class ToolCallHistory:
 
     def _unknown_streak(self, tool_name: str) -> tuple[int, str | None]:
         """Trailing calls of this name that all failed for the same missing tool."""
-        count = 0
-        name: str | None = None
-        for record in reversed(self.records):
-            if record.tool_name != tool_name or not record.unknown_tool:
-                break
-            if name is None:
-                name = record.unknown_tool
-            elif record.unknown_tool != name:
-                break
-            count += 1
-        return count, name
+        trailing = itertools.takewhile(
+            lambda r: r.tool_name == tool_name and bool(r.unknown_tool), reversed(self.records)
+        )
+        return _leading_run(r.unknown_tool for r in trailing)
 
     def _no_progress_streak(self, tool_name: str, args_hash: str) -> tuple[int, str | None]:
         """How many of this exact call's latest finished runs gave the same outcome in a row."""
-        count = 0
-        latest: str | None = None
-        for record in reversed(self.records):
-            if record.tool_name != tool_name or record.args_hash != args_hash:
-                continue
-            if not record.result_hash:
-                continue
-            if latest is None:
-                latest = record.result_hash
-            elif record.result_hash != latest:
-                break
-            count += 1
-        return count, latest
+        return _leading_run(
+            r.result_hash
+            for r in reversed(self.records)
+            if r.tool_name == tool_name and r.args_hash == args_hash and r.result_hash
+        )
 
     def _ping_pong(
         self, tool_name: str, current: str, config: LoopDetectionConfig
