@@ -715,6 +715,51 @@ async def test_client_tool_calls_end_the_run_with_every_pending_call(env: Env, s
     env.assert_transcript_valid()
 
 
+@pytest.mark.parametrize("suppress", [False, True])
+async def test_a_failed_read_is_reported_unless_tool_errors_are_suppressed(
+    env: Env, stub: Stub, suppress: bool
+) -> None:
+    env.workspace.mkdir()
+    if suppress:
+        env.config["messages"] = {"suppressToolErrors": True}
+    call = tool_call_chunks(0, "call_r", "read", ['{"path": "absent.txt"}'])
+    silent = completion_response([role_chunk(), finish_chunk("stop")])
+    stub.on(
+        None,
+        MAIN,
+        completion_response([role_chunk(), *call, finish_chunk("tool_calls")]),
+        silent,
+    )
+    result = await env.run("read absent.txt")
+
+    texts = [p.text or "" for p in result.payloads]
+    if suppress:
+        assert texts == []
+    else:
+        assert len(texts) == 1 and texts[0].startswith("⚠️") and "absent.txt" in texts[0]
+    env.assert_transcript_valid()
+
+
+@pytest.mark.parametrize("suppress", [False, True])
+async def test_a_failed_command_is_reported_even_with_tool_errors_suppressed(
+    env: Env, stub: Stub, suppress: bool
+) -> None:
+    env.workspace.mkdir()
+    env.config["messages"] = {"suppressToolErrors": suppress}
+    call = tool_call_chunks(0, "call_x", "exec", ['{"command": "exit 3"}'])
+    stub.on(
+        None,
+        MAIN,
+        completion_response([role_chunk(), *call, finish_chunk("tool_calls")]),
+        completion_response([role_chunk(), finish_chunk("stop")]),
+    )
+    result = await env.run("run it")
+
+    texts = [p.text or "" for p in result.payloads]
+    assert len(texts) == 1 and texts[0].startswith("⚠️") and "code 3" in texts[0]
+    env.assert_transcript_valid()
+
+
 def calling_every_time(name: str, arguments: str) -> Responder:
     """A model that answers every request with the same tool call (a fresh call id each time)."""
     count = itertools.count()

@@ -784,6 +784,8 @@ class _AttemptLoop:
             messaging_tool_sent_texts=attempt.messaging_tool_sent_texts,
             current_message_id=options["current_message_id"],
             streamed_keys=attempt.block_reply_keys,
+            suppress_tool_errors=get_path(self.runner.config, "messages.suppressToolErrors")
+            is True,
         )
         if attempt.tool_loop_ended:
             payloads.append(ReplyPayload(text=TOOL_LOOP_ENDED_TEXT, is_error=True))
