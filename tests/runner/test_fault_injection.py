@@ -741,8 +741,9 @@ async def test_a_failed_read_is_reported_unless_tool_errors_are_suppressed(
 
 
 @pytest.mark.parametrize("suppress", [False, True])
-async def test_a_failed_command_is_reported_even_with_tool_errors_suppressed(
-    env: Env, stub: Stub, suppress: bool
+@pytest.mark.parametrize("no_warnings", [False, True])
+async def test_a_failed_command_is_reported_unless_the_run_asks_for_no_warnings(
+    env: Env, stub: Stub, suppress: bool, no_warnings: bool
 ) -> None:
     env.workspace.mkdir()
     env.config["messages"] = {"suppressToolErrors": suppress}
@@ -753,10 +754,13 @@ async def test_a_failed_command_is_reported_even_with_tool_errors_suppressed(
         completion_response([role_chunk(), *call, finish_chunk("tool_calls")]),
         completion_response([role_chunk(), finish_chunk("stop")]),
     )
-    result = await env.run("run it")
+    result = await env.run("run it", suppress_tool_error_warnings=no_warnings)
 
     texts = [p.text or "" for p in result.payloads]
-    assert len(texts) == 1 and texts[0].startswith("⚠️") and "code 3" in texts[0]
+    if no_warnings:
+        assert texts == []
+    else:
+        assert len(texts) == 1 and texts[0].startswith("⚠️") and "code 3" in texts[0]
     env.assert_transcript_valid()
 
 

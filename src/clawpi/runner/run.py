@@ -232,12 +232,17 @@ async def run_embedded_agent(
     run_queue: RunQueue | None = None,
     overload_backoff: BackoffPolicy = OVERLOAD_BACKOFF,
     session_fsync: FsyncMode = True,
+    suppress_tool_error_warnings: bool = False,
 ) -> EmbeddedRunResult:
     """Run one inbound message to completion; always returns something a user can be shown.
 
     `session_fsync` is the session file's durability: each entry fsynced before the run goes
     on (the default), `"background"` fsynced by a worker thread so a slow disk does not stall
     the event loop (an OS crash may then lose the newest entries), or False.
+
+    `suppress_tool_error_warnings` drops the "⚠️ <tool> failed" payloads altogether (e.g. for
+    heartbeat runs); `messages.suppressToolErrors` in the config drops only those of tools
+    that change nothing.
 
     Raises `FailoverError` only when every configured model failed for failover reasons,
     `ConfigError` for configuration mistakes, and cancellation when `abort_signal` fired while
@@ -265,6 +270,7 @@ async def run_embedded_agent(
         overload_backoff=overload_backoff,
         redactor=SecretRedactor(),
         loop_history=ToolCallHistory(),
+        suppress_tool_error_warnings=suppress_tool_error_warnings,
         callbacks={
             "on_block_reply": on_block_reply,
             "on_block_reply_flush": on_block_reply_flush,
@@ -345,6 +351,7 @@ class _Runner:
         self.overload_backoff: BackoffPolicy
         self.redactor: SecretRedactor
         self.loop_history: ToolCallHistory
+        self.suppress_tool_error_warnings: bool
         self.callbacks: dict[str, Any]
         self.options: dict[str, Any]
 
@@ -774,8 +781,10 @@ class _AttemptLoop:
             assistant_texts=attempt.assistant_texts,
             tool_metas=attempt.tool_metas,
             last_assistant=attempt.last_assistant,
-            # the refused call is not news to the user; why the run stopped is
-            last_tool_error=None if attempt.tool_loop_ended else attempt.last_tool_error,
+            # (after a loop the refused call is not news to the user; why the run stopped is)
+            last_tool_error=None
+            if attempt.tool_loop_ended or self.runner.suppress_tool_error_warnings
+            else attempt.last_tool_error,
             provider=self.model.provider,
             verbose_level=options["verbose_level"],
             reasoning_level=options["reasoning_mode"],
