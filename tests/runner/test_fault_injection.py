@@ -55,6 +55,7 @@ from tests.fakes.openai_sse import (
     usage_chunk,
 )
 from tests.runner.replay import assert_replays_for_every_api, user_text
+from tests.tools.conftest import requires_bwrap
 
 MAIN = "main-model"
 BACKUP = "backup-model"
@@ -762,6 +763,33 @@ async def test_a_failed_command_is_reported_unless_the_run_asks_for_no_warnings(
     else:
         assert len(texts) == 1 and texts[0].startswith("⚠️") and "code 3" in texts[0]
     env.assert_transcript_valid()
+
+
+def offered_tools(stub: Stub) -> list[list[str]]:
+    """The names of the tools each request offered the model."""
+    seen: list[list[str]] = []
+
+    def respond(request: RecordedRequest) -> FakeResponse:
+        tools = request.json().get("tools") or []
+        seen.append(sorted(t["function"]["name"] for t in tools))
+        return reply("ok")
+
+    stub.on(None, MAIN, respond)
+    return seen
+
+
+@requires_bwrap
+@pytest.mark.parametrize("access", ["rw", "ro"])
+async def test_a_read_only_sandbox_offers_no_tool_that_writes(
+    env: Env, stub: Stub, access: str
+) -> None:
+    env.config["agents"]["defaults"]["sandbox"] = {"mode": "all", "workspaceAccess": access}
+    seen = offered_tools(stub)
+    await env.run("hello")
+
+    assert len(seen) == 1 and "read" in seen[0] and "exec" in seen[0]
+    writes = {"write", "edit"} & set(seen[0])
+    assert writes == (set() if access == "ro" else {"write", "edit"})
 
 
 def calling_every_time(name: str, arguments: str) -> Responder:

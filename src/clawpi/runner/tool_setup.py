@@ -78,10 +78,12 @@ def build_run_tools(
     timeout_s = _non_negative(exec_values.get("timeoutSec"), _DEFAULT_EXEC_TIMEOUT_S)
     yield_ms = _non_negative(exec_values.get("backgroundMs"), _DEFAULT_YIELD_MS)
     workspace_only = bool(get_path(config, "tools.fs.workspaceOnly", False))
+    access = get_path(config, "agents.defaults.sandbox.workspaceAccess")
     return create_coding_tools(
         workspace,
         sandbox=use_sandbox,
         workspace_only=workspace_only,
+        read_only=use_sandbox and access == "ro",  # a read-only sandbox has no write tools
         policy=policy,
         model=model,
         exec_security=cast(Any, security if security in ("deny", "allowlist", "full") else "full"),
