@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clawpi.agent.tool import ToolResult
 from clawpi.tools.loop_detection import (
@@ -424,3 +426,59 @@ def test_a_warning_is_logged_once_per_ten_repeats_of_its_pattern() -> None:
         if verdict is not None and history.should_log(verdict):
             logged.append(verdict.count)
     assert logged == [10, 20, 30]
+
+
+# -- properties -------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+calls = st.tuples(
+    st.sampled_from(["read", "exec", "process", "ls"]),
+    st.sampled_from([{"path": "a"}, {"path": "b"}, {"action": "poll", "sessionId": "s"}]),
+    st.one_of(
+        st.builds(result, st.sampled_from(["same", "other"])),
+        st.builds(
+            lambda d: ToolResult(content=[{"type": "text", "text": "x"}], details=d), json_values
+        ),
+        st.sampled_from(["Tool ls not found", "boom"]),
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(calls, max_size=45), json_values)
+def test_any_history_is_judged_without_error_and_only_repeats_are_blocked(
+    history_calls: list[Any], probe: Any
+) -> None:
+    history = ToolCallHistory()
+    config = LoopDetectionConfig(enabled=True, warning_threshold=3, critical_threshold=5)
+    for index, (name, params, outcome) in enumerate(history_calls):
+        history.detect(name, params, config)
+        history.record_call(name, params, f"c{index}", config)
+        if isinstance(outcome, str):
+            history.record_outcome(name, params, f"c{index}", config, error=outcome)
+        else:
+            history.record_outcome(name, params, f"c{index}", config, result=outcome)
+    assert len(history.records) <= config.history_size
+    for name, params in (("read", probe), ("read", {"path": "a"}), ("ls", {"path": "b"})):
+        verdict = history.detect(name, params, config)
+        if verdict is None or verdict.level != "critical":
+            continue
+        same = [r for r in history.records if r.args_hash == hash_tool_call(name, params)]
+        if verdict.detector == "unknown_tool_repeat":
+            assert history.records[-1].unknown_tool
+        elif verdict.detector == "ping_pong":
+            assert len(history.records) >= config.critical_threshold - 1
+        else:
+            assert len(same) >= config.critical_threshold
+
+
+@given(st.dictionaries(st.text(max_size=4), json_values, max_size=6))
+def test_the_call_hash_does_not_depend_on_key_order(params: dict[str, Any]) -> None:
+    reordered = dict(reversed(list(params.items())))
+    assert hash_tool_call("t", params) == hash_tool_call("t", reordered)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeAlias
@@ -147,8 +148,12 @@ def stable_digest(value: Any) -> str:
         data = orjson.dumps(
             value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=repr
         )
-    except (TypeError, orjson.JSONEncodeError):
-        data = repr(value).encode("utf-8", "replace")
+    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer past 64 bits
+        try:
+            text = json.dumps(value, sort_keys=True, default=repr)
+        except (TypeError, ValueError):  # keys that do not sort together, a cycle
+            text = repr(value)
+        data = text.encode("utf-8", "replace")
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
