@@ -4,6 +4,8 @@
   and the ratio); the raw `bwrap ... true` subprocess cost is shown for reference.
 - read: the read tool on a 50 MB text file with limit=2000 (offset at the start and in the
   middle), against a bare Python loop that reads the file and slices the same lines.
+- loop detection: what `tools.loopDetection` adds to one call of a small read, with a full
+  history of 30 calls, against the same read unguarded.
 
     python bench/bench_tools.py [--runs 60] [--reads 15]
 """
@@ -23,7 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clawpi.tools import ProcessRegistry, Sandbox, create_coding_tools
+from clawpi.tools import (
+    LoopDetectionConfig,
+    ProcessRegistry,
+    Sandbox,
+    ToolCallHistory,
+    ToolLoopGuard,
+    create_coding_tools,
+)
 
 FILE_MB = 50
 
@@ -105,6 +114,24 @@ async def main() -> None:
         rows.append((f"read {FILE_MB} MB, limit=2000 from line 1", head_ms))
         rows.append((f"read {FILE_MB} MB, limit=2000 from line {middle}", mid_ms))
         rows.append(("  (naive: read_text + split + slice)", naive_ms))
+
+        (workspace / "small.txt").write_text("hello\n" * 50)
+        guard = ToolLoopGuard(ToolCallHistory(), LoopDetectionConfig(enabled=True))
+        guarded = {t.name: t for t in guard.wrap_tools(create_coding_tools(workspace))}
+        for i in range(30):  # a full history of distinct calls: each check scans all of it
+            await guarded["read"].execute(f"h{i}", {"path": "small.txt", "offset": i + 1})
+        calls = iter(range(10**9))
+        unguarded_ms = await _median(
+            lambda: read.execute("b", {"path": "small.txt", "offset": 40}), args.runs * 10
+        )
+        guarded_ms = await _median(
+            lambda: guarded["read"].execute(
+                f"g{next(calls)}", {"path": "small.txt", "offset": 31 + next(calls) % 15}
+            ),
+            args.runs * 10,
+        )
+        rows.append(("read small file, unguarded", unguarded_ms))
+        rows.append(("read small file, loop detection on (30 calls kept)", guarded_ms))
 
     width = max(len(name) for name, _ in rows)
     print(f"{'case'.ljust(width)}  median ms")
