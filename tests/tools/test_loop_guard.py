@@ -20,6 +20,7 @@ from clawpi.tools.loop_guard import (
     ToolLoopBlockedError,
     ToolLoopGuard,
 )
+from tests.tools.conftest import text_of
 
 ON = LoopDetectionConfig(enabled=True)
 
@@ -39,8 +40,7 @@ def guarded(workspace: Path, ended: Ended, history: ToolCallHistory | None = Non
 
 
 async def call(tool: AgentTool, call_id: str, params: dict[str, Any]) -> str:
-    result = await tool.execute(call_id, params)
-    return "\n".join(part["text"] for part in result.content if part["type"] == "text")
+    return text_of(await tool.execute(call_id, params))
 
 
 async def test_the_call_after_twenty_identical_reads_is_refused_with_a_message_for_the_model(

@@ -365,7 +365,7 @@ async def run_embedded_attempt(params: AttemptParams) -> AttemptResult:
                 params.config,
                 params.loop_history,
                 on_end_run=end_run_for_loop,
-                label=f"session {params.session_key or params.session_id}: ",
+                session=params.session_key or params.session_id,
             )
             if loop_guard is not None:
                 tools = loop_guard.wrap_tools(tools)

@@ -121,9 +121,10 @@ def tool_loop_guard(
     history: ToolCallHistory | None,
     *,
     on_end_run: Callable[[], None],
-    label: str = "",
+    session: str,
 ) -> ToolLoopGuard | None:
-    """The attempt's loop guard when `tools.loopDetection.enabled` is set, else None."""
+    """The attempt's loop guard when `tools.loopDetection.enabled` is set, else None (then
+    nothing is wrapped: the default costs a run nothing)."""
     loop_config = LoopDetectionConfig.from_config(get_path(config, "tools.loopDetection"))
     if not loop_config.enabled:
         return None
@@ -131,5 +132,5 @@ def tool_loop_guard(
         history if history is not None else ToolCallHistory(),
         loop_config,
         on_end_run=on_end_run,
-        label=label,
+        label=f"session {session}: ",
     )

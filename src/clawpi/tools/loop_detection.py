@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeAlias
 import orjson
 
 from clawpi.agent.tool import ToolResult
+from clawpi.agent.tool_execution import describe_exception
 from clawpi.ai.text import content_text
 
 HISTORY_SIZE = 30
@@ -172,12 +173,6 @@ def is_known_poll_call(tool_name: str, params: Any) -> bool:
     )
 
 
-def _error_text(error: BaseException | str) -> str:
-    if isinstance(error, str):
-        return error
-    return str(error) or type(error).__name__
-
-
 def unknown_tool_name(error_text: str) -> str | None:
     for pattern in _UNKNOWN_TOOL_PATTERNS:
         match = pattern.search(error_text)
@@ -217,7 +212,8 @@ def hash_outcome(
 ) -> tuple[str | None, str | None]:
     """(result hash, unknown tool name) of a finished call."""
     if error is not None:
-        text = _error_text(error)
+        # the text the model read for it, as the agent words a tool's exception
+        text = error if isinstance(error, str) else describe_exception(error)
         return f"error:{stable_digest(text)}", unknown_tool_name(text)
     if result is None:
         return None, None
