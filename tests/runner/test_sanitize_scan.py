@@ -194,3 +194,74 @@ def test_a_session_scanned_turn_by_turn_needs_what_a_full_scan_finds(seed: int) 
         else:
             history = copy.deepcopy(history)
         assert scan_session_history(history, manager) == scan_history(history)
+
+
+SPLIT_TURNS: dict[str, list[Msg]] = {
+    # A turn whose results arrive in a later growth of the history, moved or missing.
+    "call_only": [
+        _assistant(
+            {"type": "toolCall", "id": "call|1", "name": "read", "arguments": {}},
+            {"type": "toolCall", "id": "call|2", "name": "read", "arguments": {}},
+        )
+    ],
+    "late_result": [TRAITS["tool_turn"][1]],
+    "user_then_result": [
+        {"role": "user", "content": "wait", "timestamp": 4},
+        {**TRAITS["tool_turn"][1], "toolCallId": "call|2"},
+    ],
+    "errored_call": [
+        _assistant(
+            {"type": "toolCall", "id": "call|3", "name": "read", "arguments": {}},
+            stopReason="error",
+        )
+    ],
+    "after_compaction": [_assistant({"type": "text", "text": "new"}, timestamp=9)],
+}
+
+
+@pytest.mark.parametrize(("api", "provider", "model_id"), POLICIES)
+@pytest.mark.parametrize("seed", range(3))
+def test_a_session_sanitized_turn_by_turn_gets_what_a_whole_pass_gives(
+    api: str, provider: str, model_id: str, seed: int
+) -> None:
+    """Steps 4-6 go on from where their last output could still change; whatever happens to the
+    history between turns (growth that completes the last turn, a new compaction summary, a
+    compacted prefix, a shorter branch, equal copies, another tool list), each turn's result is
+    the one the whole pipeline gives without a session."""
+    rng = random.Random(seed)
+    policy = resolve_transcript_policy(api, provider, model_id)
+    manager = SessionManager.in_memory()
+    traits = list(TRAITS.values())
+    split = list(SPLIT_TURNS.values())
+    history: list[Msg] = []
+    for _ in range(200):
+        op = rng.random()
+        if op < 0.75:  # half the time, a piece of a turn split across growths
+            history = history + copy.deepcopy(rng.choice(split if op < 0.4 else traits))
+        elif op < 0.82:
+            cut = rng.randrange(len(history) + 1)
+            history = copy.deepcopy(rng.choice(traits)) + history[cut:]
+        elif op < 0.9:
+            history = history[: rng.randrange(len(history) + 1)]
+        else:
+            history = copy.deepcopy(history)
+        tools = ["read"] if rng.random() < 0.9 else ["write"]
+
+        def sanitize(
+            session: SessionManager | None, history: list[Msg] = history, tools: list[str] = tools
+        ) -> list[Msg]:
+            return sanitize_session_history(
+                history,
+                policy,
+                model_api=api,
+                provider=provider,
+                model_id=model_id,
+                allowed_tool_names=tools,
+                session_manager=session,
+            )
+
+        expected = sanitize(None)
+        result = sanitize(manager)
+        if policy.apply_google_turn_ordering and len(result) == len(expected) + 1:
+            result = result[1:]  # with a session, step 8 puts its bootstrap turn in front
+        assert result == expected

@@ -1,4 +1,5 @@
-"""A fact about a list that grows between calls, found by looking only at what is new.
+"""A fact about a list that grows between calls, found by looking only at what is new; and
+a list-to-list step over such a list, run again only from where its output can still change.
 
 A session's history on its next turn is its last history plus a few messages: the same objects,
 in the same order. Reading every message on every turn costs a cache miss or more per message
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 class PrefixMemo(Generic[T]):
@@ -50,3 +53,83 @@ class PrefixMemo(Generic[T]):
                 fact = self._examine(current)
         self._seen[owner] = (current, fact)
         return fact
+
+
+@dataclass(frozen=True, slots=True)
+class Pass(Generic[S]):
+    """What one pass of a list-to-list step produced.
+
+    The first `settled` items it read map to exactly `outputs[:settled_outputs]` whatever
+    follows them, and `state` is all the step needs to go on from there.
+    """
+
+    outputs: list[Any]
+    settled: int
+    settled_outputs: int
+    state: S
+
+
+Step = Callable[[list[Any], int, "S | None", Any], "Pass[S] | None"]
+"""`step(items, start, state, key)`: a pass over `items`, which sit at index `start` of the
+whole list, going on from `state` (None at the start of a list). It may return None when it
+cannot go on from `state` (something in `items` changes what came before), but never when
+`start` is 0."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen(Generic[S]):
+    key: Any
+    settled_items: list[Any]
+    outputs: list[Any]
+    settled_outputs: int
+    state: S
+
+
+class ResumableMemo(Generic[S]):
+    """A list-to-list step per owner, run again only from where its last output can change.
+
+    `PrefixMemo`'s counterpart for steps that rewrite a history rather than learn a fact about
+    it: a step that maps each message on its own settles every message it reads; one that
+    pairs a turn's tool calls with the results after them settles all but the last turn; one
+    that carries state from message to message (ids handed out so far) hands that state on.
+    On the next call, a list that still starts with the settled items (the same objects, or
+    equal ones) keeps their outputs and only its rest is passed through the step. `key` is the
+    step's parameters: a different key starts afresh. The step must be pure: the same items,
+    start, state and key give the same pass.
+    """
+
+    def __init__(self, step: Step[S]) -> None:
+        self._step = step
+        self._seen: weakref.WeakKeyDictionary[Any, _Seen[S]] = weakref.WeakKeyDictionary()
+
+    def __call__(self, owner: object | None, items: Sequence[Any], key: Any = None) -> list[Any]:
+        if owner is None:
+            return self._whole(items, key).outputs
+        # Dropped first: a pass that fails half-way must not leave a state it changed behind.
+        seen = self._seen.pop(owner, None)
+        current = list(items)
+        if seen is not None and seen.key == key:
+            count = len(seen.settled_items)
+            if len(current) >= count and current[:count] == seen.settled_items:
+                part = self._step(current[count:], count, seen.state, key)
+                if part is not None:
+                    outputs = seen.outputs[: seen.settled_outputs] + part.outputs
+                    self._seen[owner] = _Seen(
+                        key,
+                        current[: count + part.settled],
+                        outputs,
+                        seen.settled_outputs + part.settled_outputs,
+                        part.state,
+                    )
+                    return outputs
+        whole = self._whole(current, key)
+        self._seen[owner] = _Seen(
+            key, current[: whole.settled], whole.outputs, whole.settled_outputs, whole.state
+        )
+        return whole.outputs
+
+    def _whole(self, items: Sequence[Any], key: Any) -> Pass[S]:
+        whole = self._step(list(items), 0, None, key)
+        if whole is None:
+            raise RuntimeError("a resumable step declined a pass from the start of its list")
+        return whole

@@ -24,6 +24,12 @@ This is the OpenClaw layer; `clawpi.ai.transform_messages` still runs per reques
 other models, cross-provider id normalisation, dropping errored turns). Every step is a pure
 function of the messages (the input is never mutated), deterministic (no clocks, no random
 ids) and idempotent. Steps 7 and 8 may append a custom entry to the session as a marker.
+
+A step that has nothing to do on a history is skipped (one scan, kept per session, finds which
+apply). Steps 4-6, which most histories need once they hold a tool call or a compaction, run
+per session only from where their output can still change: every message for a per-message
+step, the last turn for the pairing. A long session would otherwise have its whole history
+rewritten on every turn.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from typing import Any, Final
 
 import orjson
 
-from clawpi.ai.prefix_memo import PrefixMemo
+from clawpi.ai.prefix_memo import Pass, PrefixMemo, ResumableMemo
 from clawpi.ai.types import empty_usage
 from clawpi.runner.images import ImageLimits, image_block_within_limits, sanitize_image_block
 from clawpi.runner.transcript_policy import (
@@ -612,6 +618,15 @@ def _valid_tool_call(block: Mapping[str, Any], allowed: frozenset[str] | None) -
     return allowed is None or name.lower() in allowed
 
 
+def _allowed_names(allowed_tool_names: Iterable[str] | None) -> frozenset[str] | None:
+    if allowed_tool_names is None:
+        return None
+    allowed = frozenset(
+        n.strip().lower() for n in allowed_tool_names if isinstance(n, str) and n.strip()
+    )
+    return allowed or None
+
+
 def sanitize_tool_call_inputs(
     messages: list[Msg], *, allowed_tool_names: Iterable[str] | None = None
 ) -> list[Msg]:
@@ -622,23 +637,23 @@ def sanitize_tool_call_inputs(
     case-insensitively) with a name the agent does not have, is removed; names are trimmed; `sessions_spawn` attachment contents
     are redacted. An assistant message left with nothing is dropped.
     """
-    allowed = (
-        frozenset(n.strip().lower() for n in allowed_tool_names if isinstance(n, str) and n.strip())
-        if allowed_tool_names is not None
-        else None
+    return _unless_unchanged(
+        messages, _tool_call_inputs_pass(messages, 0, None, _allowed_names(allowed_tool_names))
     )
-    allowed = allowed or None
+
+
+def _tool_call_inputs_pass(
+    messages: list[Msg], _start: int, _state: None, allowed: frozenset[str] | None
+) -> Pass[None]:
     out: list[Msg] = []
-    changed = False
     for message in messages:
-        blocks = _blocks(message)
         if message.get("role") != "assistant" or not _has_block(message, TOOL_CALL_TYPES):
             out.append(message)
             continue
         new_blocks = []
         touched = False
         call_ids: set[str] = set()
-        for block in blocks:
+        for block in _blocks(message):
             if not _is_tool_call(block):
                 new_blocks.append(block)
                 continue
@@ -658,11 +673,18 @@ def sanitize_tool_call_inputs(
             new_blocks.append(new_block)
         if not touched:
             out.append(message)
-            continue
-        changed = True
-        if new_blocks:
+        elif new_blocks:
             out.append({**message, "content": new_blocks})
-    return out if changed else messages
+    return Pass(out, len(messages), len(out), None)
+
+
+def _unless_unchanged(messages: list[Msg], step: Pass[Any]) -> list[Msg]:
+    """The step's output, or `messages` itself when the step changed nothing (callers and
+    tests rely on a clean history coming back as the same list)."""
+    out = step.outputs
+    if len(out) == len(messages) and all(a is b for a, b in zip(out, messages, strict=True)):
+        return messages
+    return out
 
 
 # -- 5. tool use / result pairing ----------------------------------------------------------------
@@ -675,6 +697,10 @@ class ToolUseRepairReport:
     dropped_duplicate_count: int = 0
     dropped_orphan_count: int = 0
     moved: bool = False
+    settled: int = 0
+    """Where the last turn starts: the messages before it are repaired as they will stay,
+    whatever comes after them (into `messages[:settled_outputs]`)."""
+    settled_outputs: int = 0
 
 
 def make_missing_tool_result(call_id: str, tool_name: str, timestamp: Any = 0) -> Msg:
@@ -703,9 +729,12 @@ def repair_tool_use_result_pairing(messages: list[Msg]) -> ToolUseRepairReport:
     out = report.messages
     changed = False
     index = 0
+    turn_seen = False
     while index < len(messages):
         message = messages[index]
         role = message.get("role")
+        if role == "assistant":  # a turn's span ends at the next assistant message
+            report.settled, report.settled_outputs, turn_seen = index, len(out), True
         if role == "toolResult":
             report.dropped_orphan_count += 1
             changed = True
@@ -753,6 +782,8 @@ def repair_tool_use_result_pairing(messages: list[Msg]) -> ToolUseRepairReport:
             changed = True
         out.extend(segment)
         index = end
+    if not turn_seen:  # results before any turn answer nothing: dropped whatever follows
+        report.settled, report.settled_outputs = len(messages), len(out)
     if not changed:
         report.messages = messages
     return report
@@ -762,6 +793,11 @@ def sanitize_tool_use_result_pairing(messages: list[Msg]) -> list[Msg]:
     return repair_tool_use_result_pairing(messages).messages
 
 
+def _pairing_pass(messages: list[Msg], _start: int, _state: None, _key: None) -> Pass[None]:
+    report = repair_tool_use_result_pairing(messages)
+    return Pass(report.messages, report.settled, report.settled_outputs, None)
+
+
 # -- 6. details and stale usage ------------------------------------------------------------------
 
 
@@ -769,16 +805,22 @@ def strip_tool_result_details(messages: list[Msg]) -> list[Msg]:
     """Tool-result `details` are for UIs; they never go back to the model."""
     if not any(m.get("role") == "toolResult" and "details" in m for m in messages):
         return messages
-    return [
+    return _details_pass(messages, 0, None, None).outputs
+
+
+def _details_pass(messages: list[Msg], _start: int, _state: None, _key: None) -> Pass[None]:
+    out = [
         {k: v for k, v in m.items() if k != "details"}
         if m.get("role") == "toolResult" and "details" in m
         else m
         for m in messages
     ]
+    return Pass(out, len(messages), len(out), None)
 
 
 _USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 _NUMBER = (int, float)
+_EMPTY_USAGE: Final = empty_usage()  # compared against, never handed out
 
 
 def _is_full_usage(usage: Any) -> bool:
@@ -797,26 +839,42 @@ def normalize_assistant_usage(messages: list[Msg]) -> list[Msg]:
     Token counts from before a compaction describe a context that no longer exists; feeding
     them to the overflow estimate would trigger compaction again at once.
     """
-    last_compaction = max(
-        (i for i, m in enumerate(messages) if is_compaction_summary(m)), default=-1
-    )
-    compacted_at = messages[last_compaction].get("timestamp") if last_compaction >= 0 else None
+    step = _usage_pass(messages, 0, None, None)
+    assert step is not None  # a pass from the start always runs
+    return _unless_unchanged(messages, step)
+
+
+_Compaction = tuple[int, Any]
+"""The latest compaction summary's index in the history (-1: none) and its timestamp."""
+
+
+def _usage_pass(
+    messages: list[Msg], start: int, state: _Compaction | None, _key: None
+) -> Pass[_Compaction] | None:
+    latest = -1
+    for index in range(len(messages) - 1, -1, -1):
+        if is_compaction_summary(messages[index]):
+            latest = index
+            break
+    if latest >= 0:
+        if start:
+            return None  # a new summary makes what came before it stale: start afresh
+        summary_at, compacted_at = latest, messages[latest].get("timestamp")
+    else:
+        summary_at, compacted_at = state if state is not None else (-1, None)
+    cutoff: float | None = compacted_at if isinstance(compacted_at, _NUMBER) else None
     out: list[Msg] = []
-    changed = False
-    for index, message in enumerate(messages):
+    for offset, message in enumerate(messages, start):
         if message.get("role") == "assistant":
             usage = message.get("usage")
             written_at = message.get("timestamp")
-            stale = index < last_compaction or (
-                isinstance(compacted_at, _NUMBER)
-                and isinstance(written_at, _NUMBER)
-                and written_at <= compacted_at
+            stale = offset < summary_at or (
+                cutoff is not None and isinstance(written_at, _NUMBER) and written_at <= cutoff
             )
-            if (stale and usage != empty_usage()) or not _is_full_usage(usage):
+            if (stale and usage != _EMPTY_USAGE) or not _is_full_usage(usage):
                 message = {**message, "usage": empty_usage()}
-                changed = True
         out.append(message)
-    return out if changed else messages
+    return Pass(out, len(messages), len(out), (summary_at, compacted_at))
 
 
 # -- 7. OpenAI Responses reasoning after a model switch -------------------------------------------
@@ -1001,6 +1059,13 @@ def scan_history(messages: Sequence[Msg]) -> HistoryNeeds:
 
 _session_scans = PrefixMemo(scan_history, HistoryNeeds.merged)
 
+# Steps 4-6 per session, run on each turn only from where their output can still change (see
+# `ResumableMemo`): a long session's history would otherwise be rewritten in full every turn.
+_tool_call_inputs: Final = ResumableMemo(_tool_call_inputs_pass)
+_pairing: Final = ResumableMemo(_pairing_pass)
+_details: Final = ResumableMemo(_details_pass)
+_usage: Final = ResumableMemo(_usage_pass)
+
 
 def sanitize_session_history(
     messages: Sequence[Msg],
@@ -1043,15 +1108,15 @@ def sanitize_session_history(
         history = sanitize_antigravity_thinking_blocks(history)
     # 4. malformed or unknown tool calls
     if needs.tool_parts:
-        history = sanitize_tool_call_inputs(history, allowed_tool_names=allowed_tool_names)
+        history = _tool_call_inputs(session_manager, history, _allowed_names(allowed_tool_names))
     # 5. calls and results paired
     if policy.repair_tool_use_result_pairing and needs.tool_parts:
-        history = sanitize_tool_use_result_pairing(history)
+        history = _pairing(session_manager, history)
     # 6. UI-only details and stale usage
     if needs.details:
-        history = strip_tool_result_details(history)
+        history = _details(session_manager, history)
     if needs.usage:
-        history = normalize_assistant_usage(history)
+        history = _usage(session_manager, history)
     # 7. Responses reasoning that cannot be replayed after a model switch
     model_changed = record_model_snapshot(session_manager, provider, model_api, model_id)
     if is_openai_responses_api(model_api) and model_changed:
