@@ -26,7 +26,7 @@ function of the messages (the input is never mutated), deterministic (no clocks,
 ids) and idempotent. Steps 7 and 8 may append a custom entry to the session as a marker.
 
 A step that has nothing to do on a history is skipped (one scan, kept per session, finds which
-apply). Steps 4-6, which most histories need once they hold a tool call or a compaction, run
+apply). Steps 2 and 4-6, which most histories need once they hold a tool call or a compaction, run
 per session only from where their output can still change: every message for a per-message
 step, the last turn for the pairing. A long session would otherwise have its whole history
 rewritten on every turn.
@@ -308,10 +308,23 @@ def sanitize_tool_call_ids(
     sanitise alike, or one id reused by two calls) get a hash-derived suffix; results are
     matched to calls in order of occurrence.
     """
-    native = _KIMI_ID_RE if keep_kimi_ids else _ANTHROPIC_ID_RE if keep_anthropic_ids else None
-    ids = _IdAllocator(mode, native if mode == "strict" else None)
+    step = _tool_call_ids_pass(messages, 0, None, (mode, keep_kimi_ids, keep_anthropic_ids))
+    return _unless_unchanged(messages, step)
+
+
+_IdMode = tuple[ToolCallIdMode, bool, bool]
+"""`sanitize_tool_call_ids`' parameters: the mode, and whether Kimi / Anthropic ids are kept."""
+
+
+def _tool_call_ids_pass(
+    messages: list[Msg], _start: int, ids: _IdAllocator | None, key: _IdMode
+) -> Pass[_IdAllocator]:
+    """Ids are handed out in order, so the allocator is the state a later pass goes on from."""
+    if ids is None:
+        mode, keep_kimi_ids, keep_anthropic_ids = key
+        native = _KIMI_ID_RE if keep_kimi_ids else _ANTHROPIC_ID_RE if keep_anthropic_ids else None
+        ids = _IdAllocator(mode, native if mode == "strict" else None)
     out: list[Msg] = []
-    changed = False
     for message in messages:
         role = message.get("role")
         if role == "assistant" and _has_block(message, TOOL_CALL_TYPES):
@@ -326,23 +339,21 @@ def sanitize_tool_call_ids(
                 new_blocks.append(block)
             if touched:
                 message = {**message, "content": new_blocks}
-                changed = True
         elif role == "toolResult":
             updates = {}
             shared = message.get("toolCallId") == message.get("toolUseId")
             resolved: str | None = None
-            for key in ("toolCallId", "toolUseId"):
-                raw = message.get(key)
+            for field_name in ("toolCallId", "toolUseId"):
+                raw = message.get(field_name)
                 if isinstance(raw, str) and raw:
                     new_id = resolved if shared and resolved else ids.for_result(raw)
                     resolved = new_id
                     if new_id != raw:
-                        updates[key] = new_id
+                        updates[field_name] = new_id
             if updates:
                 message = {**message, **updates}
-                changed = True
         out.append(message)
-    return out if changed else messages
+    return Pass(out, len(messages), len(out), ids)
 
 
 def prune_processed_history_images(
@@ -467,17 +478,30 @@ def sanitize_session_messages_images(
     """Step 2: ids, history images, thought signatures and (full mode) blank content."""
     limits = limits or ImageLimits()
     if policy.sanitize_tool_call_ids:
+        mode, kimi, anthropic = _id_mode(policy)
         messages = sanitize_tool_call_ids(
-            messages,
-            policy.tool_call_id_mode or "strict",
-            keep_kimi_ids=policy.preserve_kimi_tool_call_ids,
-            keep_anthropic_ids=policy.preserve_native_anthropic_tool_use_ids,
+            messages, mode, keep_kimi_ids=kimi, keep_anthropic_ids=anthropic
         )
     if keep_image_turns is not None:
         messages = prune_processed_history_images(messages, keep_image_turns)
+    return _unless_unchanged(messages, _content_pass(messages, 0, None, (policy, limits)))
+
+
+def _id_mode(policy: TranscriptPolicy) -> _IdMode:
+    return (
+        policy.tool_call_id_mode or "strict",
+        policy.preserve_kimi_tool_call_ids,
+        policy.preserve_native_anthropic_tool_use_ids,
+    )
+
+
+def _content_pass(
+    messages: list[Msg], _start: int, _state: None, key: tuple[TranscriptPolicy, ImageLimits]
+) -> Pass[None]:
+    """Step 2's per-message part: images within limits, foreign signatures, blank content."""
+    policy, limits = key
     full = policy.sanitize_mode == "full"
     out: list[Msg] = []
-    changed = False
     for message in messages:
         role = message.get("role")
         blocks = _blocks(message)
@@ -488,7 +512,6 @@ def sanitize_session_messages_images(
                 new_blocks = _sanitize_images_in(blocks, limits)
                 if new_blocks is not None:
                     message = {**message, "content": new_blocks}
-                    changed = True
             out.append(message)
             continue
         if role != "assistant" or not isinstance(message.get("content"), list):
@@ -507,13 +530,11 @@ def sanitize_session_messages_images(
         if _has_block(message, _IMAGE_TYPES):
             current = _sanitize_images_in(current, limits) or current
         if full and not current:
-            changed = True
             continue
         if current is not blocks:
             message = {**message, "content": current}
-            changed = True
         out.append(message)
-    return out if changed else messages
+    return Pass(out, len(messages), len(out), None)
 
 
 def drop_thinking_blocks(messages: list[Msg]) -> list[Msg]:
@@ -1059,8 +1080,10 @@ def scan_history(messages: Sequence[Msg]) -> HistoryNeeds:
 
 _session_scans = PrefixMemo(scan_history, HistoryNeeds.merged)
 
-# Steps 4-6 per session, run on each turn only from where their output can still change (see
+# Steps 2 and 4-6 per session, run on each turn only from where their output can still change (see
 # `ResumableMemo`): a long session's history would otherwise be rewritten in full every turn.
+_tool_call_ids: Final = ResumableMemo(_tool_call_ids_pass)
+_content: Final = ResumableMemo(_content_pass)
 _tool_call_inputs: Final = ResumableMemo(_tool_call_inputs_pass)
 _pairing: Final = ResumableMemo(_pairing_pass)
 _details: Final = ResumableMemo(_details_pass)
@@ -1098,9 +1121,12 @@ def sanitize_session_history(
         or (needs.tool_parts and policy.sanitize_tool_call_ids)
         or (needs.blank_or_empty and policy.sanitize_mode == "full")
     ):
-        history = sanitize_session_messages_images(
-            history, policy, limits=image_limits, keep_image_turns=keep_image_turns
-        )
+        # `sanitize_session_messages_images`, its parts skipped where they have nothing to do
+        if policy.sanitize_tool_call_ids and needs.tool_parts:
+            history = _tool_call_ids(session_manager, history, _id_mode(policy))
+        if keep_image_turns is not None and needs.images:
+            history = prune_processed_history_images(history, keep_image_turns)
+        history = _content(session_manager, history, (policy, image_limits or ImageLimits()))
     if policy.drop_thinking_blocks and needs.thinking:
         history = drop_thinking_blocks(history)
     # 3. Claude-via-Google thinking signatures
