@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import random
 from typing import Any
@@ -24,6 +25,7 @@ from clawpi.runner.sanitize import (
     strip_tool_result_details,
 )
 from clawpi.runner.transcript_policy import TranscriptPolicy, resolve_transcript_policy
+from clawpi.runner.turn_validation import validate_replay_turns
 from clawpi.session import SessionManager
 from clawpi.session.context import COMPACTION_SUMMARY_PREFIX
 
@@ -221,11 +223,11 @@ SPLIT_TURNS: dict[str, list[Msg]] = {
 
 @pytest.mark.parametrize(("api", "provider", "model_id"), POLICIES)
 @pytest.mark.parametrize("seed", range(3))
-def test_a_session_sanitized_turn_by_turn_gets_what_a_whole_pass_gives(
+def test_a_session_sanitized_and_validated_turn_by_turn_gets_what_a_whole_pass_gives(
     api: str, provider: str, model_id: str, seed: int
 ) -> None:
-    """Steps 4-6 go on from where their last output could still change; whatever happens to the
-    history between turns (growth that completes the last turn, a new compaction summary, a
+    """Steps 2 and 4-6 and the turn validation go on from where their last output could still
+    change; whatever happens to the history between turns (growth that completes the last turn, a new compaction summary, a
     compacted prefix, a shorter branch, equal copies, another tool list), each turn's result is
     the one the whole pipeline gives without a session."""
     rng = random.Random(seed)
@@ -260,8 +262,31 @@ def test_a_session_sanitized_turn_by_turn_gets_what_a_whole_pass_gives(
                 session_manager=session,
             )
 
-        expected = sanitize(None)
-        result = sanitize(manager)
+        expected = validate_replay_turns(sanitize(None), policy)
+        result = validate_replay_turns(sanitize(manager), policy, manager)
         if policy.apply_google_turn_ordering and len(result) == len(expected) + 1:
             result = result[1:]  # with a session, step 8 puts its bootstrap turn in front
         assert result == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_turns_validated_turn_by_turn_match_a_whole_pass_even_unsanitized(seed: int) -> None:
+    """The validation on its own: calls whose results come in a later growth, and user
+    messages that keep arriving after each other."""
+    rng = random.Random(seed)
+    session = SessionManager.in_memory()
+    both = dataclasses.replace(
+        resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-5"),
+        validate_gemini_turns=True,
+    )
+    pieces = [*TRAITS.values(), *SPLIT_TURNS.values()]
+    history: list[Msg] = []
+    for _ in range(300):
+        op = rng.random()
+        if op < 0.8:
+            history = history + copy.deepcopy(rng.choice(pieces))
+        elif op < 0.9:
+            history = history[: rng.randrange(len(history) + 1)]
+        else:
+            history = copy.deepcopy(history)
+        assert validate_replay_turns(history, both, session) == validate_replay_turns(history, both)

@@ -68,6 +68,14 @@ class Pass(Generic[S]):
     settled_outputs: int
     state: S
 
+    def outputs_for(self, items: list[Any]) -> list[Any]:
+        """The outputs, or `items` itself when each output is its item unchanged (so a clean
+        list comes back as the same list)."""
+        out = self.outputs
+        if len(out) == len(items) and all(a is b for a, b in zip(out, items, strict=True)):
+            return items
+        return out
+
 
 Step = Callable[[list[Any], int, "S | None", Any], "Pass[S] | None"]
 """`step(items, start, state, key)`: a pass over `items`, which sit at index `start` of the

@@ -251,7 +251,7 @@ def _prepare_history(session: AgentSession, params: AttemptParams, allowed: Sequ
         session_manager=session.session_manager,
         image_limits=resolve_image_limits(params.config),
     )
-    validated = validate_replay_turns(sanitized, policy)
+    validated = validate_replay_turns(sanitized, policy, session.session_manager)
     limit = get_history_limit_from_session_key(params.session_key, params.config)
     session.agent.state.messages = limit_history_turns(validated, limit)  # type: ignore[assignment]
 

@@ -309,7 +309,7 @@ def sanitize_tool_call_ids(
     matched to calls in order of occurrence.
     """
     step = _tool_call_ids_pass(messages, 0, None, (mode, keep_kimi_ids, keep_anthropic_ids))
-    return _unless_unchanged(messages, step)
+    return step.outputs_for(messages)
 
 
 _IdMode = tuple[ToolCallIdMode, bool, bool]
@@ -484,7 +484,7 @@ def sanitize_session_messages_images(
         )
     if keep_image_turns is not None:
         messages = prune_processed_history_images(messages, keep_image_turns)
-    return _unless_unchanged(messages, _content_pass(messages, 0, None, (policy, limits)))
+    return _content_pass(messages, 0, None, (policy, limits)).outputs_for(messages)
 
 
 def _id_mode(policy: TranscriptPolicy) -> _IdMode:
@@ -658,9 +658,8 @@ def sanitize_tool_call_inputs(
     case-insensitively) with a name the agent does not have, is removed; names are trimmed; `sessions_spawn` attachment contents
     are redacted. An assistant message left with nothing is dropped.
     """
-    return _unless_unchanged(
-        messages, _tool_call_inputs_pass(messages, 0, None, _allowed_names(allowed_tool_names))
-    )
+    step = _tool_call_inputs_pass(messages, 0, None, _allowed_names(allowed_tool_names))
+    return step.outputs_for(messages)
 
 
 def _tool_call_inputs_pass(
@@ -697,15 +696,6 @@ def _tool_call_inputs_pass(
         elif new_blocks:
             out.append({**message, "content": new_blocks})
     return Pass(out, len(messages), len(out), None)
-
-
-def _unless_unchanged(messages: list[Msg], step: Pass[Any]) -> list[Msg]:
-    """The step's output, or `messages` itself when the step changed nothing (callers and
-    tests rely on a clean history coming back as the same list)."""
-    out = step.outputs
-    if len(out) == len(messages) and all(a is b for a, b in zip(out, messages, strict=True)):
-        return messages
-    return out
 
 
 # -- 5. tool use / result pairing ----------------------------------------------------------------
@@ -862,7 +852,7 @@ def normalize_assistant_usage(messages: list[Msg]) -> list[Msg]:
     """
     step = _usage_pass(messages, 0, None, None)
     assert step is not None  # a pass from the start always runs
-    return _unless_unchanged(messages, step)
+    return step.outputs_for(messages)
 
 
 _Compaction = tuple[int, Any]

@@ -9,9 +9,11 @@ whose reply was lost, then the next one) are merged. Both functions are pure and
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from clawpi.ai.prefix_memo import Pass, ResumableMemo
 from clawpi.runner.sanitize import TOOL_CALL_TYPES, tool_result_id
 from clawpi.runner.transcript_policy import TranscriptPolicy
 
@@ -23,15 +25,25 @@ TOOL_CALLS_OMITTED_TEXT: Final = "[tool calls omitted]"
 def _merge_consecutive(
     messages: list[Msg], role: str, merge: Callable[[Msg, Msg], Msg]
 ) -> list[Msg]:
+    return _merge_pass(messages, 0, None, (role, merge)).outputs_for(messages)
+
+
+def _merge_pass(
+    messages: list[Msg], _start: int, _state: None, key: tuple[str, Callable[[Msg, Msg], Msg]]
+) -> Pass[None]:
+    """A run of `role` messages at the end may still grow: it stays unsettled."""
+    role, merge = key
     out: list[Msg] = []
-    changed = False
-    for message in messages:
+    run_start = 0
+    for index, message in enumerate(messages):
         if out and message.get("role") == role and out[-1].get("role") == role:
             out[-1] = merge(out[-1], message)
-            changed = True
             continue
+        run_start = index
         out.append(message)
-    return out if changed else messages
+    if out and out[-1].get("role") == role:
+        return Pass(out, run_start, len(out) - 1, None)
+    return Pass(out, len(messages), len(out), None)
 
 
 def _as_blocks(content: Any) -> list[Any]:
@@ -74,7 +86,7 @@ def validate_gemini_turns(messages: list[Msg]) -> list[Msg]:
 def _answered_ids(messages: list[Msg], start: int) -> set[str]:
     """Ids answered between `start` and the next assistant turn."""
     ids: set[str] = set()
-    for message in messages[start:]:
+    for message in itertools.islice(messages, start, None):  # no copy of the rest per turn
         role = message.get("role")
         if role == "assistant":
             break
@@ -100,10 +112,17 @@ def strip_dangling_tool_calls(messages: list[Msg]) -> list[Msg]:
     A turn left empty gets `[tool calls omitted]` so the alternation survives (errored or
     aborted turns are left empty; the request layer drops them).
     """
+    return _dangling_pass(messages, 0, None, None).outputs_for(messages)
+
+
+def _dangling_pass(messages: list[Msg], _start: int, _state: None, _key: None) -> Pass[None]:
+    """A turn is answered by what follows it up to the next one: the last turn is unsettled."""
     out: list[Msg] = []
-    changed = False
+    settled, settled_outputs = len(messages), -1
     for index, message in enumerate(messages):
         content = message.get("content")
+        if message.get("role") == "assistant":
+            settled, settled_outputs = index, len(out)
         if message.get("role") != "assistant" or not isinstance(content, list):
             out.append(message)
             continue
@@ -121,11 +140,10 @@ def strip_dangling_tool_calls(messages: list[Msg]) -> list[Msg]:
         if len(kept) == len(content):
             out.append(message)
             continue
-        changed = True
         if not kept and message.get("stopReason") not in ("error", "aborted"):
             kept = [{"type": "text", "text": TOOL_CALLS_OMITTED_TEXT}]
         out.append({**message, "content": kept})
-    return out if changed else messages
+    return Pass(out, settled, len(out) if settled_outputs < 0 else settled_outputs, None)
 
 
 def validate_anthropic_turns(messages: list[Msg]) -> list[Msg]:
@@ -133,10 +151,20 @@ def validate_anthropic_turns(messages: list[Msg]) -> list[Msg]:
     return _merge_consecutive(strip_dangling_tool_calls(messages), "user", merge_user_turns)
 
 
-def validate_replay_turns(messages: list[Msg], policy: TranscriptPolicy) -> list[Msg]:
-    """The turn validation the policy asks for (none, Gemini, Anthropic or both)."""
+# Per session, each pass goes on from where its output can still change (see `ResumableMemo`).
+_assistants_merged: Final = ResumableMemo(_merge_pass)
+_undangled: Final = ResumableMemo(_dangling_pass)
+_users_merged: Final = ResumableMemo(_merge_pass)
+
+
+def validate_replay_turns(
+    messages: list[Msg], policy: TranscriptPolicy, session: object | None = None
+) -> list[Msg]:
+    """The turn validation the policy asks for (none, Gemini, Anthropic or both); given the
+    `session` it is for, each turn only goes on from where the last one's result can change."""
     if policy.validate_gemini_turns:
-        messages = validate_gemini_turns(messages)
+        messages = _assistants_merged(session, messages, ("assistant", merge_assistant_turns))
     if policy.validate_anthropic_turns:
-        messages = validate_anthropic_turns(messages)
+        messages = _undangled(session, messages)
+        messages = _users_merged(session, messages, ("user", merge_user_turns))
     return messages
