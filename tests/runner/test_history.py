@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from clawpi.runner.history import get_history_limit_from_session_key, limit_history_turns
@@ -103,6 +104,60 @@ CONFIG = {
         "discord": {"historyLimit": 10},
     }
 }
+
+
+def _limit_by_the_definition(history: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The rule read straight: the last `limit` user turns after any leading summary; while a
+    kept result's call would be cut off, one user turn more; all of it when none is left."""
+    start = 0
+    while start < len(history) and (
+        history[start].get("role") in ("compactionSummary", "branchSummary")
+        or str(history[start].get("content")).startswith(COMPACTION_SUMMARY_PREFIX)
+    ):
+        start += 1
+    turns = [i for i in range(start, len(history)) if history[i]["role"] == "user"]
+    for turn in range(len(turns) - limit, 0, -1):
+        kept = history[turns[turn] :]
+        kept_calls = {
+            b["id"] for m in kept if m["role"] == "assistant" for b in m["content"] if "id" in b
+        }
+        cut_calls = {
+            b["id"]
+            for m in history[start : turns[turn]]
+            if m["role"] == "assistant"
+            for b in m["content"]
+            if "id" in b
+        }
+        if not any(
+            m["role"] == "toolResult"
+            and m["toolCallId"] in cut_calls
+            and m["toolCallId"] not in kept_calls
+            for m in kept
+        ):
+            return history[:start] + kept
+    return history
+
+
+def test_the_limit_reads_from_the_end_and_cuts_where_the_rule_says() -> None:
+    rng = random.Random(5)
+    summary = {"role": "user", "content": f"{COMPACTION_SUMMARY_PREFIX}\nolder", "timestamp": 0}
+    for _ in range(400):
+        history: list[dict[str, Any]] = [summary] if rng.random() < 0.3 else []
+        open_calls: list[str] = []
+        for step in range(rng.randrange(40)):
+            kind = rng.random()
+            if kind < 0.3:
+                history.append(user(f"u{step}"))
+            elif kind < 0.55:
+                call_id = f"c{rng.randrange(6)}"  # ids come back, as some providers reuse them
+                open_calls.append(call_id)
+                history.append(assistant(call(call_id)))
+            elif kind < 0.85 and open_calls:  # answered now or several turns later
+                history.append(result(open_calls.pop(rng.randrange(len(open_calls)))))
+            else:
+                history.append(assistant())
+        limit = rng.randrange(1, 6)
+        assert limit_history_turns(history, limit) == _limit_by_the_definition(history, limit)
 
 
 def test_dm_limit_comes_from_dm_history_limit() -> None:

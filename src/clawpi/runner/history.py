@@ -9,6 +9,7 @@ for groups and channels; account-scoped keys read `channels.<channel>.accounts.<
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,26 +44,36 @@ def limit_history_turns(messages: Sequence[Msg], limit: int | None) -> list[Msg]
     start = 0
     while start < len(history) and _is_preamble(history[start]):
         start += 1
-    user_starts = [i for i in range(start, len(history)) if history[i].get("role") == "user"]
-    if len(user_starts) <= limit:
+    # From the end, so a turn reads only what it keeps (a capped chat's history keeps growing).
+    users = (i for i in range(len(history) - 1, start - 1, -1) if history[i].get("role") == "user")
+    cut = next(
+        itertools.islice(users, limit - 1, None), None
+    )  # the limit-th user turn from the end
+    if cut is None:
         return history
-    turn = len(user_starts) - limit
-    while turn > 0:
-        cut = user_starts[turn]
-        kept_calls = {cid for m in history[cut:] for cid, _ in tool_calls_of(m)}
-        dropped_calls = {cid for m in history[start:cut] for cid, _ in tool_calls_of(m)}
-        orphaned = any(
-            m.get("role") == "toolResult"
-            and tool_result_id(m) in dropped_calls
-            and tool_result_id(m) not in kept_calls
-            for m in history[cut:]
-        )
-        if not orphaned:
-            break
-        turn -= 1
-    if turn == 0:
-        return history
-    return [*history[:start], *history[user_starts[turn] :]]
+    for earlier in users:
+        if not _orphans_a_result(history, start, cut):
+            return [*history[:start], *history[cut:]]
+        cut = earlier
+    return history  # only the first user turn would keep every result with its call
+
+
+def _orphans_a_result(history: list[Msg], start: int, cut: int) -> bool:
+    """Whether cutting at `cut` keeps a tool result whose call is cut off."""
+    kept_calls: set[str] = set()
+    results: list[str] = []
+    for message in itertools.islice(history, cut, None):
+        kept_calls.update(call_id for call_id, _ in tool_calls_of(message))
+        if message.get("role") == "toolResult" and (result_id := tool_result_id(message)):
+            results.append(result_id)
+    unanswered = {result_id for result_id in results if result_id not in kept_calls}
+    if not unanswered:  # the usual case: nothing before the cut needs reading
+        return False
+    return any(
+        call_id in unanswered
+        for message in itertools.islice(history, start, cut)
+        for call_id, _ in tool_calls_of(message)
+    )
 
 
 def branch_past_orphaned_user_message(session: SessionManager) -> Msg | None:
