@@ -1,12 +1,15 @@
-"""History preparation cost per prompt: the sanitize pipeline, turn validation, history limit and
-the second pairing repair, as the attempt runs them before every model call.
+"""History preparation cost per prompt: the sanitize pipeline, turn validation and history
+limit, as the attempt runs them before every prompt.
 
-    python bench/bench_sanitize.py [--turns 10,50,250] [--rounds 60]
+    python bench/bench_sanitize.py [--turns 10,250,1000] [--rounds 60]
 
 Each turn of the generated history: a user message, an assistant text + tool call, a 2 KB tool
 result with UI details, an assistant answer (4 messages). Ids are the provider's native form
 (`toolu_...` for Anthropic, `call_...|fc_...` for OpenAI, `call_...` for Gemini, which the
-Google policy rewrites). Prints median and p99 per provider and history size.
+Google policy rewrites). The history grows by one turn before each prompt, as a chat's does:
+"per session" prepares it as the attempt does, going on from the session's last prompt;
+"whole pass" prepares it without a session, reading every message again (what each prompt
+cost before the steps learned to go on). Median and p99 per provider and history size.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 from typing import Any
 
 from clawpi.runner.history import limit_history_turns
-from clawpi.runner.sanitize import sanitize_session_history, sanitize_tool_use_result_pairing
+from clawpi.runner.sanitize import sanitize_session_history
 from clawpi.runner.transcript_policy import resolve_transcript_policy
 from clawpi.runner.turn_validation import validate_replay_turns
 from clawpi.session import SessionManager
@@ -84,36 +87,60 @@ def build(turns: int, api: str, provider: str, model: str, id_form: str) -> list
 
 
 def prepare(
-    history: list[dict[str, Any]], api: str, provider: str, model: str, session: SessionManager
+    history: list[dict[str, Any]],
+    api: str,
+    provider: str,
+    model: str,
+    session: SessionManager | None,
 ) -> list[dict[str, Any]]:
+    """What `clawpi.runner.attempt` does to the history before a prompt."""
     policy = resolve_transcript_policy(api, provider, model)
     out = sanitize_session_history(
-        history, policy, model_api=api, provider=provider, model_id=model, session_manager=session
+        history,
+        policy,
+        model_api=api,
+        provider=provider,
+        model_id=model,
+        allowed_tool_names=["read"],
+        session_manager=session,
     )
-    out = validate_replay_turns(out, policy)
-    out = limit_history_turns(out, 40)
-    return sanitize_tool_use_result_pairing(out)
+    out = validate_replay_turns(out, policy, session)
+    return limit_history_turns(out, 40)
+
+
+def measure(
+    turns: int, rounds: int, target: tuple[str, str, str, str], per_session: bool
+) -> list[float]:
+    api, provider, model, id_form = target
+    full = build(turns + rounds, api, provider, model, id_form)
+    session = SessionManager.in_memory() if per_session else None
+    prepare(full[: 4 * turns], api, provider, model, session)
+    samples = []
+    for round_ in range(rounds):
+        history = full[: 4 * (turns + round_ + 1)]  # one turn more, the same message objects
+        start = time.perf_counter()
+        prepare(history, api, provider, model, session)
+        samples.append((time.perf_counter() - start) * 1000)
+    return sorted(samples)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", default="10,50,250")
+    parser.add_argument("--turns", default="10,250,1000")
     parser.add_argument("--rounds", type=int, default=60)
     args = parser.parse_args()
-    print(f"{'provider':10} {'messages':>8} {'median ms':>10} {'p99 ms':>8}")
-    for api, provider, model, id_form in TARGETS:
+    print(
+        f"{'provider':10} {'messages':>8} {'per session':>12} {'p99':>8}"
+        f" {'whole pass':>11} {'p99':>8}   (ms per prompt)"
+    )
+    for target in TARGETS:
         for turns in (int(t) for t in args.turns.split(",")):
-            history = build(turns, api, provider, model, id_form)
-            session = SessionManager.in_memory()
-            prepare(history, api, provider, model, session)
-            samples = []
-            for _ in range(args.rounds):
-                start = time.perf_counter()
-                prepare(history, api, provider, model, session)
-                samples.append((time.perf_counter() - start) * 1000)
-            samples.sort()
-            p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
-            print(f"{provider:10} {len(history):8d} {statistics.median(samples):10.3f} {p99:8.3f}")
+            cells = []
+            for per_session in (True, False):
+                samples = measure(turns, args.rounds, target, per_session)
+                p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+                cells.append(f"{statistics.median(samples):12.3f} {p99:8.3f}")
+            print(f"{target[1]:10} {4 * turns:8d} {cells[0]} {cells[1][1:]}")
 
 
 if __name__ == "__main__":
