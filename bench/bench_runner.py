@@ -51,7 +51,7 @@ from clawpi.runner import run_embedded_agent
 from clawpi.runner.lanes import CommandQueue
 from clawpi.session import FsyncMode, background_fsync
 from clawpi.testing import FunctionProvider
-from clawpi.testing.faux import FauxResponse, faux_text
+from clawpi.testing.faux import FauxResponse, faux_text, faux_tool_call
 
 ANSWER = "Sure - here is a short answer to your question."
 
@@ -233,6 +233,47 @@ async def breakdown(turns: int, base: str | None) -> tuple[float, float, dict[st
     phases["  of which fsync"] = Clock.fsync_s / turns
     phases["  of which file creation"] = Clock.create_s / turns
     return total, Clock.model_s / turns, phases
+
+
+async def long_session(turns: int, base: str | None) -> list[tuple[int, float, float]]:
+    """One session whose every turn reads a file: the model calls `read`, then answers (two
+    model calls and a tool call per turn). Overhead per turn (total - model - fsync), median
+    and p99 over windows of 50 turns as the history grows to `turns` turns."""
+    instrument()
+    with tempfile.TemporaryDirectory(dir=base) as tmp:
+        root = Path(tmp)
+        calls = 0
+
+        async def answer(context: Any, _options: Any) -> FauxResponse:
+            nonlocal calls
+            provider.requests.clear()
+            provider.options.clear()
+            if context["messages"][-1].get("role") == "toolResult":
+                return FauxResponse(content=[faux_text(ANSWER)])
+            calls += 1
+            return FauxResponse(
+                content=[faux_tool_call("read", {"path": "notes.txt"}, call_id=f"c{calls}")]
+            )
+
+        provider = FunctionProvider(answer, provider="faux", model_id="faux-1")
+        config = provider.openclaw_config(maxConcurrent=4)
+        (root / "workspace").mkdir(parents=True)
+        (root / "workspace" / "notes.txt").write_text("a line of notes\n" * 20)
+        queue = CommandQueue()
+        windows: list[tuple[int, float, float]] = []
+        window: list[float] = []
+        for i in range(turns):
+            Clock.reset()
+            args = turn_args(root, config, "reader", f"question {i}", queue)
+            started = time.perf_counter()
+            text = await run_turn(args)
+            total = time.perf_counter() - started
+            assert text == ANSWER, text
+            window.append((total - Clock.model_s - Clock.fsync_s) * 1000)
+            if len(window) == 50:
+                windows.append((i + 1, statistics.median(window), pct(window, 0.99)))
+                window = []
+    return windows
 
 
 def _spin(steps: int) -> float:
@@ -438,6 +479,9 @@ def main() -> None:
         total, _model, phases = asyncio.run(breakdown(args.turns, args.dir))
         print(json.dumps({"total": total, "phases": phases}))
         return
+    if args.child == "long":
+        print(json.dumps(asyncio.run(long_session(args.turns, args.dir))))
+        return
     if args.child == "overhead":
         print(json.dumps(asyncio.run(overhead(args.turns, args.dir))))
         return
@@ -498,6 +542,19 @@ def main() -> None:
     for label in reports[0][1]["phases"]:
         values = "".join(f"{r['phases'][label] * 1000:>10.2f}" for _, r in reports)
         print(f"  {label:<34}{values}")
+    print()
+    long_turns = 2 * args.turns
+    growth = [(place, child("long", long_turns, base)) for place, base in places]
+    print(
+        "one session whose every turn reads a file (2 model calls + 1 tool call a turn), as its"
+        " history grows: over med / p99 ms per turn, by 50-turn window"
+    )
+    print(f"  {'turns':<12}" + "".join(f"{place.split(':')[0]:>18}" for place, _ in growth))
+    for row, (upto, *_rest) in enumerate(growth[0][1]):
+        if row not in (0, 1) and upto not in (long_turns // 2, long_turns):
+            continue
+        cells = "".join(f"{r[row][1]:>10.2f} /{r[row][2]:>6.2f}" for _, r in growth)
+        print(f"  {f'{upto - 49}-{upto}':<12}{cells}")
     print()
     print(f"throughput, all turns submitted at once, global cap {args.cap}")
     header = (
