@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import orjson
 import pytest
 
+from clawpi.ai.prefix_memo import ResumableMemo
 from clawpi.session.context import (
     _resolve_general,
     bash_execution_to_text,
     convert_to_llm,
     get_path,
     iso_to_ms,
+    llm_conversion_pass,
     resolve_path,
 )
 from tests.session.pi_compat import DATA_DIR
@@ -107,3 +110,33 @@ def _paths() -> list[list[dict[str, Any]]]:
 @pytest.mark.parametrize("path", _paths())
 def test_fast_path_agrees_with_the_general_walk(path: list[dict[str, Any]]) -> None:
     assert resolve_path(path) == _resolve_general(path)
+
+
+def test_a_history_converted_turn_by_turn_matches_a_whole_conversion() -> None:
+    """The session's conversion memo (`llm_conversion_pass` per session) against
+    `convert_to_llm` of the whole history, as it grows, is cut back or is copied."""
+    memo = ResumableMemo(llm_conversion_pass)
+
+    class Session:
+        pass
+
+    session = Session()
+    rng = random.Random(3)
+    kinds: list[dict[str, Any]] = [
+        {"role": "user", "content": "q", "timestamp": 1},
+        {"role": "assistant", "content": [{"type": "text", "text": "a"}], "timestamp": 2},
+        {"role": "compactionSummary", "summary": "S", "tokensBefore": 1, "timestamp": 3},
+        {"role": "custom", "customType": "t", "content": "C", "display": True, "timestamp": 4},
+        {"role": "branchSummary", "summary": "B", "fromId": "x", "timestamp": 5},
+        {"role": "somethingNew", "content": "?", "timestamp": 6},
+    ]
+    history: list[dict[str, Any]] = []
+    for _ in range(300):
+        step = rng.random()
+        if step < 0.8:
+            history = [*history, dict(rng.choice(kinds))]
+        elif step < 0.9:
+            history = history[: rng.randrange(len(history) + 1)]
+        else:
+            history = [dict(m) for m in history]
+        assert memo(session, history) == convert_to_llm(history)

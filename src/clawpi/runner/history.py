@@ -46,9 +46,7 @@ def limit_history_turns(messages: Sequence[Msg], limit: int | None) -> list[Msg]
         start += 1
     # From the end, so a turn reads only what it keeps (a capped chat's history keeps growing).
     users = (i for i in range(len(history) - 1, start - 1, -1) if history[i].get("role") == "user")
-    cut = next(
-        itertools.islice(users, limit - 1, None), None
-    )  # the limit-th user turn from the end
+    cut = next(itertools.islice(users, limit - 1, None), None)  # the limit-th from the end
     if cut is None:
         return history
     for earlier in users:

@@ -118,11 +118,11 @@ def strip_dangling_tool_calls(messages: list[Msg]) -> list[Msg]:
 def _dangling_pass(messages: list[Msg], _start: int, _state: None, _key: None) -> Pass[None]:
     """A turn is answered by what follows it up to the next one: the last turn is unsettled."""
     out: list[Msg] = []
-    settled, settled_outputs = len(messages), -1
+    last_turn: tuple[int, int] | None = None  # where the last turn starts, in and out
     for index, message in enumerate(messages):
         content = message.get("content")
         if message.get("role") == "assistant":
-            settled, settled_outputs = index, len(out)
+            last_turn = index, len(out)
         if message.get("role") != "assistant" or not isinstance(content, list):
             out.append(message)
             continue
@@ -143,7 +143,8 @@ def _dangling_pass(messages: list[Msg], _start: int, _state: None, _key: None) -
         if not kept and message.get("stopReason") not in ("error", "aborted"):
             kept = [{"type": "text", "text": TOOL_CALLS_OMITTED_TEXT}]
         out.append({**message, "content": kept})
-    return Pass(out, settled, len(out) if settled_outputs < 0 else settled_outputs, None)
+    settled, settled_outputs = last_turn or (len(messages), len(out))
+    return Pass(out, settled, settled_outputs, None)
 
 
 def validate_anthropic_turns(messages: list[Msg]) -> list[Msg]:

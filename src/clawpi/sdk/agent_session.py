@@ -26,7 +26,7 @@ from clawpi.agent.config import (
 )
 from clawpi.ai.abort import AbortSignal
 from clawpi.ai.models import Model, supports_xhigh
-from clawpi.ai.prefix_memo import PrefixMemo
+from clawpi.ai.prefix_memo import PrefixMemo, ResumableMemo
 from clawpi.ai.types import THINKING_LEVELS, ImageContent, ThinkingLevel
 from clawpi.errors import ClawpiError
 from clawpi.sdk.compaction import (
@@ -41,13 +41,15 @@ from clawpi.sdk.session_compaction import SessionCompaction
 from clawpi.sdk.settings import SettingsManager
 from clawpi.sdk.system_prompt import build_system_prompt
 from clawpi.session import SessionManager
-from clawpi.session.context import convert_to_llm, has_only_model_roles
+from clawpi.session.context import convert_to_llm, has_only_model_roles, llm_conversion_pass
 
 log = logging.getLogger(__name__)
 
 _model_roles_only = PrefixMemo(has_only_model_roles, operator.and_)
 """Per session manager: a long session's history, model roles only until a turn adds another,
 is read again on each model call only for what is new (see `PrefixMemo`)."""
+_llm_conversions = ResumableMemo(llm_conversion_pass)
+"""Per session manager, the conversion of a history with other roles (after a compaction)."""
 
 SessionListener: TypeAlias = Callable[[dict[str, Any]], Awaitable[None] | None]
 
@@ -253,8 +255,10 @@ class AgentSession:
         )
 
     def _convert_to_llm(self, messages: list[Any]) -> list[Any]:
-        plain = _model_roles_only(self.session_manager, messages)
-        converted = convert_to_llm(messages, model_roles_only=plain)
+        if _model_roles_only(self.session_manager, messages):
+            converted = convert_to_llm(messages, model_roles_only=True)
+        else:  # a summary or a custom message: converted once, then only what is new
+            converted = _llm_conversions(self.session_manager, messages)
         if self.settings_manager.settings.images.block_images:
             converted = [_block_images(message) for message in converted]
         return converted

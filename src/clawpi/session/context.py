@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, Final
 
+from clawpi.ai.prefix_memo import Pass
 from clawpi.session.entries import Entry
 from clawpi.session.loader import gc_paused
 
@@ -353,6 +354,13 @@ def convert_to_llm(
         model_roles_only = has_only_model_roles(messages)
     if model_roles_only:
         return list(messages)  # type: ignore[arg-type]
+    return llm_conversion_pass(list(messages), 0, None, None).outputs
+
+
+def llm_conversion_pass(
+    messages: list[Mapping[str, Any]], _start: int, _state: None, _key: None
+) -> Pass[None]:
+    """`convert_to_llm` as a `ResumableMemo` step: each message converts on its own."""
     out: list[dict[str, Any]] = []
     append = out.append
     for message in messages:
@@ -374,4 +382,4 @@ def convert_to_llm(
             append(_text_message(text, message.get("timestamp")))
         elif role == "bashExecution" and not message.get("excludeFromContext"):
             append(_text_message(bash_execution_to_text(message), message.get("timestamp")))
-    return out
+    return Pass(out, len(messages), len(out), None)
