@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import itertools
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -175,26 +176,32 @@ def test_skipping_steps_changes_nothing(api: str, provider: str, model_id: str) 
         assert result == expected
 
 
+def _histories(seed: int, turns: int, pieces: list[list[Msg]]) -> Iterator[list[Msg]]:
+    """A session's history from one turn to the next: mostly grown by a piece, sometimes a
+    compacted prefix put before its tail, cut back to a shorter branch, or an equal copy."""
+    rng = random.Random(seed)
+    history: list[Msg] = []
+    for _ in range(turns):
+        op = rng.random()
+        if op < 0.75:
+            history = history + copy.deepcopy(rng.choice(pieces))
+        elif op < 0.85:
+            cut = rng.randrange(len(history) + 1)
+            history = copy.deepcopy(rng.choice(pieces)) + history[cut:]
+        elif op < 0.95:
+            history = history[: rng.randrange(len(history) + 1)]
+        else:
+            history = copy.deepcopy(history)
+        yield history
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_a_session_scanned_turn_by_turn_needs_what_a_full_scan_finds(seed: int) -> None:
     """Only the messages after the last history scanned are scanned; whatever happens to the
     history between turns (growth, a compacted prefix, a shorter branch, equal copies), the
     needs are those of a full scan."""
-    rng = random.Random(seed)
     manager = SessionManager.in_memory()
-    traits = list(TRAITS.values())
-    history: list[Msg] = []
-    for _ in range(300):
-        op = rng.random()
-        if op < 0.75:
-            history = history + copy.deepcopy(rng.choice(traits))
-        elif op < 0.85:
-            cut = rng.randrange(len(history) + 1)
-            history = copy.deepcopy(rng.choice(traits)) + history[cut:]
-        elif op < 0.95:
-            history = history[: rng.randrange(len(history) + 1)]
-        else:
-            history = copy.deepcopy(history)
+    for history in _histories(seed, 300, list(TRAITS.values())):
         assert scan_session_history(history, manager) == scan_history(history)
 
 
@@ -233,20 +240,9 @@ def test_a_session_sanitized_and_validated_turn_by_turn_gets_what_a_whole_pass_g
     rng = random.Random(seed)
     policy = resolve_transcript_policy(api, provider, model_id)
     manager = SessionManager.in_memory()
-    traits = list(TRAITS.values())
-    split = list(SPLIT_TURNS.values())
-    history: list[Msg] = []
-    for _ in range(200):
-        op = rng.random()
-        if op < 0.75:  # half the time, a piece of a turn split across growths
-            history = history + copy.deepcopy(rng.choice(split if op < 0.4 else traits))
-        elif op < 0.82:
-            cut = rng.randrange(len(history) + 1)
-            history = copy.deepcopy(rng.choice(traits)) + history[cut:]
-        elif op < 0.9:
-            history = history[: rng.randrange(len(history) + 1)]
-        else:
-            history = copy.deepcopy(history)
+    # about half the pieces are parts of a turn split across growths
+    pieces = [*TRAITS.values(), *list(SPLIT_TURNS.values()) * 3]
+    for history in _histories(seed, 200, pieces):
         tools = ["read"] if rng.random() < 0.9 else ["write"]
 
         def sanitize(
@@ -273,20 +269,36 @@ def test_a_session_sanitized_and_validated_turn_by_turn_gets_what_a_whole_pass_g
 def test_turns_validated_turn_by_turn_match_a_whole_pass_even_unsanitized(seed: int) -> None:
     """The validation on its own: calls whose results come in a later growth, and user
     messages that keep arriving after each other."""
-    rng = random.Random(seed)
     session = SessionManager.in_memory()
     both = dataclasses.replace(
         resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-5"),
         validate_gemini_turns=True,
     )
-    pieces = [*TRAITS.values(), *SPLIT_TURNS.values()]
-    history: list[Msg] = []
-    for _ in range(300):
-        op = rng.random()
-        if op < 0.8:
-            history = history + copy.deepcopy(rng.choice(pieces))
-        elif op < 0.9:
-            history = history[: rng.randrange(len(history) + 1)]
-        else:
-            history = copy.deepcopy(history)
+    for history in _histories(seed, 300, [*TRAITS.values(), *list(SPLIT_TURNS.values()) * 3]):
         assert validate_replay_turns(history, both, session) == validate_replay_turns(history, both)
+
+
+def test_a_history_cut_back_to_a_turn_that_closed_earlier_ones_reads_that_turn_again() -> None:
+    """A turn's pairing is final once the next turn starts. Cut the history back so that the
+    next turn is gone, then let the missing result arrive: the turn must be paired again."""
+    policy = resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-5")
+    session = SessionManager.in_memory()
+    ask = {"role": "user", "content": "go", "timestamp": 1}
+    call = _assistant({"type": "toolCall", "id": "toolu_1", "name": "read", "arguments": {}})
+    later = _assistant({"type": "text", "text": "next"}, timestamp=5)
+    answer = {**TRAITS["tool_turn"][1], "toolCallId": "toolu_1", "timestamp": 6}
+
+    def prepared(history: list[Msg], owner: SessionManager | None) -> list[Msg]:
+        out = sanitize_session_history(
+            history, policy, allowed_tool_names=["read"], session_manager=owner
+        )
+        return validate_replay_turns(out, policy, owner)
+
+    for history in ([ask, call, later], [ask, call], [ask, call, answer]):
+        assert prepared(history, session) == prepared(history, None)
+    assert prepared([ask, call, answer], session)[2]["content"] == answer["content"]
+    # the turn validation alone, on a history no pairing repaired first
+    for history in ([ask, call, later], [ask, call], [ask, call, answer]):
+        assert validate_replay_turns(history, policy, session) == validate_replay_turns(
+            history, policy
+        )

@@ -59,8 +59,9 @@ class PrefixMemo(Generic[T]):
 class Pass(Generic[S]):
     """What one pass of a list-to-list step produced.
 
-    The first `settled` items it read map to exactly `outputs[:settled_outputs]` whatever
-    follows them, and `state` is all the step needs to go on from there.
+    The first `settled` items it read map to exactly `outputs[:settled_outputs]` in any list
+    that starts with them and that the step agrees to go on with (see `Step`), and `state` is
+    all the step needs to go on from there.
     """
 
     outputs: list[Any]
@@ -79,9 +80,10 @@ class Pass(Generic[S]):
 
 Step = Callable[[list[Any], int, "S | None", Any], "Pass[S] | None"]
 """`step(items, start, state, key)`: a pass over `items`, which sit at index `start` of the
-whole list, going on from `state` (None at the start of a list). It may return None when it
-cannot go on from `state` (something in `items` changes what came before), but never when
-`start` is 0."""
+whole list, going on from `state` (None at the start of a list). It returns None when it cannot
+go on: something in `items` changes what came before, or what settled it is gone (a turn's
+output is final once the next turn starts; a list cut back to that turn must be read again).
+It never returns None when `start` is 0."""
 
 
 @dataclass(frozen=True, slots=True)

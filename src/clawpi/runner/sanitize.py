@@ -804,9 +804,16 @@ def sanitize_tool_use_result_pairing(messages: list[Msg]) -> list[Msg]:
     return repair_tool_use_result_pairing(messages).messages
 
 
-def _pairing_pass(messages: list[Msg], _start: int, _state: None, _key: None) -> Pass[None]:
+def _pairing_pass(messages: list[Msg], start: int, _state: None, _key: None) -> Pass[None] | None:
+    if start and not starts_with_a_turn(messages):
+        return None  # the turn that closed the settled ones was cut off
     report = repair_tool_use_result_pairing(messages)
     return Pass(report.messages, report.settled, report.settled_outputs, None)
+
+
+def starts_with_a_turn(messages: Sequence[Msg]) -> bool:
+    """Whether `messages` starts with the assistant message that ends the turns before it."""
+    return bool(messages) and messages[0].get("role") == "assistant"
 
 
 # -- 6. details and stale usage ------------------------------------------------------------------

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from clawpi.ai.prefix_memo import Pass, ResumableMemo
-from clawpi.runner.sanitize import TOOL_CALL_TYPES, tool_result_id
+from clawpi.runner.sanitize import TOOL_CALL_TYPES, starts_with_a_turn, tool_result_id
 from clawpi.runner.transcript_policy import TranscriptPolicy
 
 Msg = dict[str, Any]
@@ -112,10 +112,16 @@ def strip_dangling_tool_calls(messages: list[Msg]) -> list[Msg]:
     A turn left empty gets `[tool calls omitted]` so the alternation survives (errored or
     aborted turns are left empty; the request layer drops them).
     """
-    return _dangling_pass(messages, 0, None, None).outputs_for(messages)
+    return _without_dangling_calls(messages).outputs_for(messages)
 
 
-def _dangling_pass(messages: list[Msg], _start: int, _state: None, _key: None) -> Pass[None]:
+def _dangling_pass(messages: list[Msg], start: int, _state: None, _key: None) -> Pass[None] | None:
+    if start and not starts_with_a_turn(messages):
+        return None  # the turn that closed the settled ones was cut off
+    return _without_dangling_calls(messages)
+
+
+def _without_dangling_calls(messages: list[Msg]) -> Pass[None]:
     """A turn is answered by what follows it up to the next one: the last turn is unsettled."""
     out: list[Msg] = []
     last_turn: tuple[int, int] | None = None  # where the last turn starts, in and out
