@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import copy
+import random
 from typing import Any
+
+import pytest
 
 from clawpi.ai.models import Model
 from clawpi.ai.transform import IMAGE_OMITTED_TEXT, NO_RESULT_TEXT, transform_messages
@@ -157,3 +160,84 @@ def test_lone_surrogates_are_removed_and_emoji_kept() -> None:
     out: Any = transform_messages(messages, TARGET)
     assert out[0]["content"] == "bad  here 😀"
     assert out[1]["content"][0]["text"] == "xy"
+
+
+def _piece(rng: random.Random, call: int) -> list[Message]:
+    """One step of a conversation, from any of the models a session may have used."""
+    writer = rng.choice([TARGET, OTHER])
+    call_id = f"call_{call % 4}|fc_{call % 4}"  # ids recur, so results can answer old calls
+    kind = rng.randrange(8)
+    if kind == 0:
+        return [user(f"q{call}")]
+    if kind == 1:
+        image = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+        return [{"role": "user", "content": [image], "timestamp": 1}]
+    if kind == 2:
+        blocks = [
+            {"type": "thinking", "thinking": "plan", "thinkingSignature": "sig"},
+            {"type": "toolCall", "id": call_id, "name": "read", "arguments": {}},
+        ]
+        return [assistant(blocks, model=writer)]
+    if kind == 3:
+        return [result(call_id)]
+    if kind == 4:
+        return [assistant([{"type": "text", "text": "done \ud800"}], model=writer, stop="stop")]
+    if kind == 5:
+        calls = [{"type": "toolCall", "id": call_id, "name": "read", "arguments": {}}]
+        return [assistant(calls, model=writer, stop=rng.choice(["error", "aborted"]))]
+    if kind == 6:
+        blocks = [{"type": "toolCall", "id": call_id, "name": "read", "arguments": {}}]
+        return [assistant(blocks, model=writer), result(call_id)]
+    return [{"role": "custom", "content": "note", "timestamp": 2}]  # type: ignore[list-item]
+
+
+def _normalize(call_id: str, model: Model, source: AssistantMessage) -> str:
+    return call_id.split("|", 1)[0] + "_n"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_conversation_transformed_request_by_request_matches_a_whole_transform(
+    seed: int,
+) -> None:
+    """With an owner, each request transforms only what the history gained; whatever the
+    history does between requests (grows, is cut back to a turn or below, is copied, or is
+    sent to another model), the result is the whole transform's."""
+    rng = random.Random(seed)
+
+    class Conversation:
+        pass
+
+    owner = Conversation()
+    history: list[Message] = []
+    for step in range(300):
+        op = rng.random()
+        if op < 0.75:
+            history = history + _piece(rng, step)
+        elif op < 0.9:
+            history = history[: rng.randrange(len(history) + 1)]
+        else:
+            history = copy.deepcopy(history)
+        model = rng.choice([TARGET, TARGET, TEXT_ONLY])
+        normalize = rng.choice([_normalize, _normalize, None])
+        expected = transform_messages(history, model, normalize)
+        assert transform_messages(history, model, normalize, owner=owner) == expected
+
+
+def test_a_history_cut_back_to_the_turn_that_answered_earlier_calls_is_repaired_again() -> None:
+    """An open call gets its synthetic result when the next turn starts. Cut the history back
+    to before that turn, and the call is trailing again: no synthetic result (its tool may
+    still run); then its real result arrives and must be the one sent."""
+
+    class Conversation:
+        pass
+
+    owner = Conversation()
+    calls = [{"type": "toolCall", "id": "call_1|fc_1", "name": "read", "arguments": {}}]
+    ask, call = user("go"), assistant(calls, model=OTHER)
+    later = assistant([{"type": "toolCall", "id": "c2", "name": "read", "arguments": {}}])
+    steps = [[ask, call, later], [ask, call], [ask, call, result("call_1|fc_1")]]
+    for history in steps:
+        expected = transform_messages(history, TARGET, _normalize)
+        assert transform_messages(history, TARGET, _normalize, owner=owner) == expected
+    assert expected[-1]["toolCallId"] == "call_1_n"  # type: ignore[typeddict-item]
+    assert expected[-1]["content"] == result("x")["content"]  # type: ignore[typeddict-item]

@@ -43,6 +43,10 @@ class StreamOptions:
     """Sees (and may replace) the request body just before it is sent."""
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """Provider-specific settings that have no common name."""
+    history_owner: object | None = None
+    """Something that lives as long as the conversation (an agent session sets its session
+    manager): the providers keep, weakly under it, what they made of the history, and on the
+    next request transform only what the history gained (see `transform_messages`)."""
 
     def replace(self, **changes: Any) -> StreamOptions:
         """A copy with `changes` (`dataclasses.replace`, at half its cost: a run makes a few

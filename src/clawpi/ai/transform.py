@@ -7,9 +7,10 @@ Runs before every request. It never mutates the caller's messages, and it is det
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from clawpi.ai.models import Model
+from clawpi.ai.prefix_memo import Pass, ResumableMemo
 from clawpi.ai.text import sanitize_surrogates
 from clawpi.ai.types import (
     AssistantContent,
@@ -39,9 +40,32 @@ def transform_messages(
     messages: list[Message],
     model: Model,
     normalize_tool_call_id: NormalizeToolCallId | None = None,
+    *,
+    owner: object | None = None,
 ) -> list[Message]:
-    """Return the history the target model should see (see pi-mono §1.8 for the rules)."""
-    id_map: dict[str, str] = {}
+    """Return the history the target model should see (see pi-mono §1.8 for the rules).
+
+    With `owner` (something that lives as long as the conversation, see
+    `StreamOptions.history_owner`), what was made of the history for the same model last time
+    is kept, and only what the history gained since is transformed.
+    """
+    key = (model, normalize_tool_call_id)
+    if owner is None:
+        whole = _repair_pass(_adapt_pass(messages, 0, None, key).outputs, 0, None, None)
+        assert whole is not None  # a pass from the start always runs
+        return whole.outputs
+    return _repaired(owner, _adapted(owner, messages, key))
+
+
+_AdaptKey = tuple[Model, NormalizeToolCallId | None]
+
+
+def _adapt_pass(
+    messages: list[Message], _start: int, id_map: dict[str, str] | None, key: _AdaptKey
+) -> Pass[dict[str, str]]:
+    """Each message for the target model; `id_map` (call ids rewritten so far) carries on."""
+    model, normalize_tool_call_id = key
+    id_map = {} if id_map is None else id_map
     adapted: list[Message] = []
     images_ok = model.supports_images
     for message in messages:
@@ -80,7 +104,7 @@ def transform_messages(
             adapted.append(message)
         else:
             adapted.append(message)
-    return _repair_order(adapted)
+    return Pass(adapted, len(messages), len(adapted), id_map)
 
 
 def _adapt_assistant(
@@ -179,12 +203,29 @@ def _clean_user_content(
     return out
 
 
-def _repair_order(messages: list[Message]) -> list[Message]:
-    """Drop errored/aborted assistant turns; give orphaned tool calls a synthetic result."""
+def _closes_calls(message: Message) -> bool:
+    """Whether the order repair answers the calls still open when it reaches `message`."""
+    role = message.get("role")
+    if role == "user":
+        return True
+    return role == "assistant" and message.get("stopReason") not in ("error", "aborted")
+
+
+def _repair_pass(
+    messages: list[Message], start: int, _state: None, _key: None
+) -> Pass[None] | None:
+    """Drop errored/aborted assistant turns; give orphaned tool calls a synthetic result.
+
+    The output is settled up to the last message that answers the open calls: what follows
+    cannot change it, as long as that message is still there to go on from.
+    """
+    if start and not (messages and _closes_calls(messages[0])):
+        return None
     result: list[Message] = []
     pending: list[ToolCall] = []
     answered: set[str] = set()
     pending_time = 0
+    settled, settled_outputs = 0, 0
 
     def flush() -> None:
         result.extend(
@@ -202,26 +243,30 @@ def _repair_order(messages: list[Message]) -> list[Message]:
         pending.clear()
         answered.clear()
 
-    for message in messages:
+    for index, message in enumerate(messages):
         role = message.get("role")
+        if _closes_calls(message):
+            flush()
+            settled, settled_outputs = index, len(result)
         if role == "assistant":
             assistant = cast(AssistantMessage, message)
             if assistant.get("stopReason") in ("error", "aborted"):
                 continue
-            flush()
             pending_time = assistant.get("timestamp", 0)
             pending.extend(
                 cast(ToolCall, b)
                 for b in assistant.get("content", [])
                 if b.get("type") == "toolCall"
             )
-            result.append(message)
         elif role == "toolResult":
             answered.add(cast(ToolResultMessage, message)["toolCallId"])
-            result.append(message)
-        else:
-            if role == "user":
-                flush()
-            result.append(message)
+        result.append(message)
     # orphans at the very end stay as they are: the caller may still be running those tools
-    return result
+    if not pending:
+        settled, settled_outputs = len(messages), len(result)
+    return Pass(result, settled, settled_outputs, None)
+
+
+# Per conversation (see `transform_messages`' owner).
+_adapted: Final = ResumableMemo(_adapt_pass)
+_repaired: Final = ResumableMemo(_repair_pass)

@@ -105,6 +105,8 @@ class AgentSession:
         agent.before_tool_call = self._before_tool_call
         agent.after_tool_call = self._after_tool_call
         agent.stream_options.on_payload = self._on_payload
+        # the session's history outlives this agent: providers keep their work on it there
+        agent.stream_options.history_owner = session_manager
         extensions.session = self
         extensions.on_error = lambda error: self._emit_nowait(error.to_event())
         self._apply_tools()
@@ -766,6 +768,7 @@ class AgentSession:
         agent.before_tool_call = None
         agent.after_tool_call = None
         agent.stream_options.on_payload = None
+        agent.stream_options.history_owner = None
         self._listeners = []
         self.session_manager.flush()
 

@@ -107,6 +107,7 @@ async def stream_anthropic(
         metadata=options.metadata,
         tool_choice=options.tool_choice,
         oauth=is_oauth_token(api_key),
+        history_owner=options.history_owner,
     )
     if options.on_payload is not None:
         replaced = options.on_payload(body, model)

@@ -98,12 +98,15 @@ def build_request(
     metadata: Any = None,
     tool_choice: Any = None,
     oauth: bool = False,
+    history_owner: object | None = None,
 ) -> dict[str, Any]:
     """The `/v1/messages` body (without `stream`) for `context` on `model`."""
     marker = cache_control(model.base_url, cache_retention)
     body: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(context.get("messages", []), model, marker),
+        "messages": convert_messages(
+            context.get("messages", []), model, marker, owner=history_owner
+        ),
         "max_tokens": base_max_tokens(model, max_tokens),
     }
 
@@ -173,10 +176,14 @@ def convert_tools(tools: list[Tool]) -> list[dict[str, Any]]:
 
 
 def convert_messages(
-    messages: list[Message], model: Model, marker: dict[str, str] | None
+    messages: list[Message],
+    model: Model,
+    marker: dict[str, str] | None,
+    *,
+    owner: object | None = None,
 ) -> list[dict[str, Any]]:
     """History -> Anthropic `messages` (see pi-mono §1.8 for the rules)."""
-    history = transform_messages(messages, model, normalize_tool_call_id)
+    history = transform_messages(messages, model, normalize_tool_call_id, owner=owner)
     out: list[dict[str, Any]] = []
     images_ok = model.supports_images
     i = 0

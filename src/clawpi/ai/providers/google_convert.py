@@ -90,7 +90,9 @@ def build_payload(model: Model, context: Context, options: StreamOptions) -> dic
         config["thinkingConfig"] = thinking
     return {
         "model": model.id,
-        "contents": convert_messages(model, context.get("messages") or []),
+        "contents": convert_messages(
+            model, context.get("messages") or [], owner=options.history_owner
+        ),
         "config": config,
     }
 
@@ -137,7 +139,9 @@ def convert_tools(tools: list[Tool]) -> list[dict[str, Any]]:
     return [{"functionDeclarations": declarations}]
 
 
-def convert_messages(model: Model, messages: list[Message]) -> list[dict[str, Any]]:
+def convert_messages(
+    model: Model, messages: list[Message], *, owner: object | None = None
+) -> list[dict[str, Any]]:
     """Gemini `contents`: user/model turns; consecutive tool results share one user turn."""
     contents: list[dict[str, Any]] = []
     images_ok = model.supports_images
@@ -145,7 +149,7 @@ def convert_messages(model: Model, messages: list[Message]) -> list[dict[str, An
     send_ids = requires_tool_call_id(model.id)
     responses: list[dict[str, Any]] | None = None  # the open turn of function responses
     result_images: list[dict[str, Any]] | None = None  # their images (models before Gemini 3)
-    for message in transform_messages(messages, model, normalize_tool_call_id):
+    for message in transform_messages(messages, model, normalize_tool_call_id, owner=owner):
         role = message.get("role")
         if role != "toolResult":
             responses = result_images = None

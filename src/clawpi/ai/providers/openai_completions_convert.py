@@ -48,19 +48,22 @@ _NON_ALNUM = re.compile(r"[^a-zA-Z0-9]")
 def tool_call_id_normalizer(
     compat: ResolvedCompat,
 ) -> Callable[[str, Model, AssistantMessage], str]:
-    """How ids of tool calls written by another model are rewritten for this server."""
+    """How ids of tool calls written by another model are rewritten for this server (one
+    function per rule, the same on every request: the transform keeps its work per rule)."""
+    return _mistral_call_id if compat.requires_mistral_tool_ids else _openai_call_id
 
-    def normalize(call_id: str, model: Model, _source: AssistantMessage) -> str:
-        if compat.requires_mistral_tool_ids:
-            return mistral_tool_call_id(call_id)
-        if "|" in call_id:  # OpenAI Responses ids are "call_id|item_id"; keep the call id
-            head = call_id.split("|", 1)[0]
-            return _UNSAFE_ID_CHARS.sub("_", head)[:OPENAI_TOOL_CALL_ID_MAX]
-        if model.provider == "openai":
-            return call_id[:OPENAI_TOOL_CALL_ID_MAX]
-        return call_id
 
-    return normalize
+def _mistral_call_id(call_id: str, _model: Model, _source: AssistantMessage) -> str:
+    return mistral_tool_call_id(call_id)
+
+
+def _openai_call_id(call_id: str, model: Model, _source: AssistantMessage) -> str:
+    if "|" in call_id:  # OpenAI Responses ids are "call_id|item_id"; keep the call id
+        head = call_id.split("|", 1)[0]
+        return _UNSAFE_ID_CHARS.sub("_", head)[:OPENAI_TOOL_CALL_ID_MAX]
+    if model.provider == "openai":
+        return call_id[:OPENAI_TOOL_CALL_ID_MAX]
+    return call_id
 
 
 def mistral_tool_call_id(call_id: str) -> str:
@@ -79,7 +82,7 @@ def build_request(
     messages = context.get("messages") or []
     params: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(model, context, compat),
+        "messages": convert_messages(model, context, compat, owner=options.history_owner),
         "stream": True,
     }
     if compat.supports_usage_in_streaming:
@@ -156,7 +159,7 @@ def _has_tool_history(messages: list[Message]) -> bool:
 
 
 def convert_messages(
-    model: Model, context: Context, compat: ResolvedCompat
+    model: Model, context: Context, compat: ResolvedCompat, *, owner: object | None = None
 ) -> list[dict[str, Any]]:
     """Chat Completions `messages` for the context (system prompt first)."""
     out: list[dict[str, Any]] = []
@@ -166,7 +169,7 @@ def convert_messages(
         out.append({"role": role, "content": sanitize_surrogates(system_prompt)})
 
     history = transform_messages(
-        context.get("messages") or [], model, tool_call_id_normalizer(compat)
+        context.get("messages") or [], model, tool_call_id_normalizer(compat), owner=owner
     )
     images_ok = model.supports_images
     last_role: str | None = None

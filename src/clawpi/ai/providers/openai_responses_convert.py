@@ -94,7 +94,9 @@ def _message_id(signature_id: str | None, index: int, block: int) -> str:
 # -- messages --------------------------------------------------------------------------------
 
 
-def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
+def convert_messages(
+    model: Model, context: Context, *, owner: object | None = None
+) -> list[dict[str, Any]]:
     """The request's `input`: system prompt, then every message as Responses input items."""
     items: list[dict[str, Any]] = []
     system_prompt = context.get("systemPrompt")
@@ -105,7 +107,9 @@ def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
                 "content": sanitize_surrogates(system_prompt),
             }
         )
-    messages = transform_messages(context.get("messages") or [], model, normalize_tool_call_id)
+    messages = transform_messages(
+        context.get("messages") or [], model, normalize_tool_call_id, owner=owner
+    )
     images_ok = model.supports_images
     index = 0
     for message in messages:
@@ -269,7 +273,7 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
     Besides the common options it reads `options.extra["service_tier"]` ("flex", "priority", ...)
     and `options.extra["reasoning_summary"]` ("auto", "concise", "detailed").
     """
-    items = convert_messages(model, context)
+    items = convert_messages(model, context, owner=options.history_owner)
     body: dict[str, Any] = {"model": model.id, "input": items, "stream": True, "store": False}
     retention = options.cache_retention or "short"
     if options.session_id and retention != "none":
