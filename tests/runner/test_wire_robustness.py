@@ -465,3 +465,18 @@ def test_a_key_the_provider_echoes_is_masked_in_the_reply_and_the_error(
         shown = [payload.text or "" for payload in outcome.payloads]
     assert any("Malformed request sent with ***, ***" in text for text in shown), shown
     assert not any(key in text for text in shown for key in KEYS)
+
+
+def test_a_tool_call_streamed_without_an_id_leaves_a_valid_session() -> None:
+    """Found by the generated answers above: a `tool_use` block with no id. The loop still
+    runs and answers the call; neither the call nor its answer can be paired on disk, so
+    neither is written, and the session replays for every provider."""
+    nameless = [
+        anthropic_sse.block_start(1, {"type": "tool_use", "name": "read", "input": {}}),
+        anthropic_sse.block_delta(1, {"type": "input_json_delta", "partial_json": '{"path": ""}'}),
+        anthropic_sse.block_stop(1),
+    ]
+    frames = anthropic_sse.turn(
+        anthropic_sse.text_block(0, "Sure"), nameless, stop_reason="tool_use"
+    )
+    _scenario("anthropic-messages", [anthropic_sse.stream_response(frames)], 2, sticky=False)

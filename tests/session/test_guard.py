@@ -160,6 +160,26 @@ def test_unknown_tool_calls_are_dropped_and_empty_assistants_not_written(tmp_pat
     assert sm.get_entries()[-1]["message"]["content"][0]["id"] == "c2"
 
 
+def test_a_call_sent_without_an_id_leaves_the_file_with_its_answer(tmp_path: Path) -> None:
+    """A stream's tool call with no id (a malformed `tool_use`) cannot be named by a result:
+    the call is not written, and neither is the loop's answer to it, which names no call."""
+    sm = SessionManager.create("/p", tmp_path)
+    guard = install_tool_result_guard(sm, allowed_tool_names={"read"})
+    sm.append_message({"role": "user", "content": "x", "timestamp": 1})
+    message = _call_message(("c1", "read"))
+    message["content"].insert(0, {"type": "toolCall", "id": None, "name": "read", "arguments": {}})
+    sm.append_message(message)
+    sm.append_message({**_result("c1"), "toolCallId": None, "toolName": "read"})
+    sm.append_message(_result("c1", "done", name="read"))
+    assert [(m["role"], m.get("toolCallId")) for m in _messages(sm)] == [
+        ("user", None),
+        ("assistant", None),
+        ("toolResult", "c1"),
+    ]
+    assert [b["id"] for b in _messages(sm)[1]["content"]] == ["c1"]
+    assert guard.pending_ids() == []
+
+
 def test_the_results_of_dropped_unknown_calls_are_dropped_too(tmp_path: Path) -> None:
     """The loop still answers a hallucinated call ("Tool nope not found"); with the call gone
     from the file, that answer would be a result without a call."""

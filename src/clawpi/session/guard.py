@@ -119,6 +119,10 @@ class ToolResultGuard:
             if call_id in self._dropped:
                 self._dropped.discard(call_id)
                 return []
+            if self.allowed_tool_names is not None and not isinstance(call_id, str):
+                # the answer to a call sent without an id, which left the file with its
+                # message (see `_drop_unknown_calls`): there is no call for it to follow
+                return []
             return [self._prepare_result(message)]
         self._dropped.clear()
         out = [self._finish(m) for m in self._take_synthetic()]
