@@ -480,3 +480,21 @@ def test_a_tool_call_streamed_without_an_id_leaves_a_valid_session() -> None:
         anthropic_sse.text_block(0, "Sure"), nameless, stop_reason="tool_use"
     )
     _scenario("anthropic-messages", [anthropic_sse.stream_response(frames)], 2, sticky=False)
+
+
+def test_a_tool_call_named_with_a_list_ends_the_turn_with_a_valid_session() -> None:
+    """Found by the generated answers with loop detection on: `"name": []` on a `tool_use`
+    block, answered forever. Each turn still comes back, and no user turn is lost."""
+    frames = anthropic_sse.turn(
+        anthropic_sse.text_block(0, "Sure"),
+        [
+            anthropic_sse.block_start(1, {"type": "tool_use", "id": "toolu_1", "name": []}),
+            anthropic_sse.block_delta(
+                1, {"type": "input_json_delta", "partial_json": '{"path": "a.txt"}'}
+            ),
+            anthropic_sse.block_stop(1),
+        ],
+        stop_reason="tool_use",
+    )
+    response = anthropic_sse.stream_response(frames)
+    _scenario("anthropic-messages", [response], 2, sticky=True, loop_detection=True)

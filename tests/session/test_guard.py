@@ -180,6 +180,25 @@ def test_a_call_sent_without_an_id_leaves_the_file_with_its_answer(tmp_path: Pat
     assert guard.pending_ids() == []
 
 
+def test_a_call_whose_name_is_not_a_string_is_an_unknown_call(tmp_path: Path) -> None:
+    """A stream may name a tool with a list: it is dropped like any unknown call (it used to
+    break the write, and with it the whole turn)."""
+    sm = SessionManager.create("/p", tmp_path)
+    guard = install_tool_result_guard(sm, allowed_tool_names={"read"})
+    sm.append_message({"role": "user", "content": "x", "timestamp": 1})
+    message = _call_message(("c1", "read"), ("c2", "read"))
+    message["content"][1]["name"] = ["read"]
+    sm.append_message(message)
+    sm.append_message(_result("c2", "Tool not found", name="read"))
+    sm.append_message(_result("c1", "done", name="read"))
+    assert [(m["role"], m.get("toolCallId")) for m in _messages(sm)] == [
+        ("user", None),
+        ("assistant", None),
+        ("toolResult", "c1"),
+    ]
+    assert guard.pending_ids() == []
+
+
 def test_the_results_of_dropped_unknown_calls_are_dropped_too(tmp_path: Path) -> None:
     """The loop still answers a hallucinated call ("Tool nope not found"); with the call gone
     from the file, that answer would be a result without a call."""

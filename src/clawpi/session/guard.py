@@ -210,7 +210,8 @@ class ToolResultGuard:
             call_id = block.get("id")
             if not isinstance(call_id, str):
                 continue  # malformed: dropped, and no result can name it
-            if block.get("name") in allowed:
+            name = block.get("name")
+            if isinstance(name, str) and name in allowed:  # a name that is no string: unknown
                 kept.append(block)
             else:
                 self._dropped.add(call_id)
