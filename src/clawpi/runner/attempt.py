@@ -468,6 +468,18 @@ async def _prompt(
             message = event.get("message")
             if isinstance(message, dict) and message.get("role") == "assistant":
                 answers.append(message)
+        elif kind == "agent_end":
+            # A loop that broke (a session write that failed, say) ends with a failed reply
+            # no message_end announced: it is this attempt's answer, so the error is shown.
+            ended = event.get("messages") or []
+            last = ended[-1] if ended else None
+            if (
+                isinstance(last, dict)
+                and last.get("role") == "assistant"
+                and last.get("stopReason") in ("error", "aborted")
+                and not any(last is answer for answer in answers)
+            ):
+                answers.append(last)
 
     unsubscribe_timers = session.subscribe(watch)
     handle = _RunHandle(session, subscription)
