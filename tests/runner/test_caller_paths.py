@@ -205,3 +205,19 @@ async def test_an_unusable_session_file_or_workspace_is_a_config_error_naming_it
     args.update(session_file=app / "ok.jsonl", workspace_dir=app / "ws")
     result = await run_embedded_agent(**args)  # the runner is fine for the next run
     assert [p.text for p in result.payloads] == ["hi"]
+
+
+def test_model_registries_are_reused_per_agent_dir_and_not_kept_for_every_dir(
+    tmp_path: Path,
+) -> None:
+    """A gateway with an agent dir per tenant: each dir's registry is reused while its files
+    stay the same, and only the most recently used dirs' registries are kept."""
+    from clawpi.runner import run as run_module
+
+    dirs = [tmp_path / f"agent{i}" for i in range(run_module._REGISTRY_CACHE_SIZE + 6)]
+    first = [run_module.agent_model_registry(d) for d in dirs]
+    assert run_module.agent_model_registry(dirs[-1]) is first[-1]  # reused: files unchanged
+    kept = {key for key in run_module._registries if key.startswith(str(tmp_path))}
+    assert len(kept) == run_module._REGISTRY_CACHE_SIZE
+    assert str(dirs[0]) not in kept and str(dirs[-1]) in kept
+    assert run_module.agent_model_registry(dirs[0]) is not first[0]  # built again

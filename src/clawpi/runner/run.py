@@ -173,7 +173,10 @@ def _resolution_key(provider: str, model_id: str, config: Mapping[str, Any]) -> 
 
 
 _REGISTRY_FILES = ("auth.json", "models.json")
+_REGISTRY_CACHE_SIZE = 64
 _registries: dict[str, tuple[list[Stamp], ModelRegistry]] = {}
+"""By agent dir, the oldest let go past 64: a gateway with an agent dir per tenant would
+otherwise keep every one's catalog for the life of the process."""
 
 
 def agent_model_registry(agent_dir: Path) -> ModelRegistry:
@@ -187,7 +190,7 @@ def agent_model_registry(agent_dir: Path) -> ModelRegistry:
         return cached[1]
     registry = ModelRegistry.for_agent_dir(AuthStorage.for_agent_dir(agent_dir), agent_dir)
     # AuthStorage creates auth.json when it is missing: stamp what is there now.
-    _registries[key] = (file_stamps(key, _REGISTRY_FILES), registry)
+    remember(_registries, key, (file_stamps(key, _REGISTRY_FILES), registry), _REGISTRY_CACHE_SIZE)
     return registry
 
 
