@@ -302,3 +302,45 @@ def test_a_history_cut_back_to_a_turn_that_closed_earlier_ones_reads_that_turn_a
         assert validate_replay_turns(history, policy, session) == validate_replay_turns(
             history, policy
         )
+
+
+def test_a_session_that_goes_away_takes_its_kept_work_with_it() -> None:
+    """The memos hold sessions weakly and nothing they keep points back at the session, so a
+    gateway that lets a session go frees what every step kept for it."""
+    import gc
+    import weakref
+
+    from clawpi.ai import transform
+    from clawpi.ai.models import get_model
+    from clawpi.runner import sanitize, turn_validation
+    from clawpi.sdk import agent_session
+
+    memos = [
+        sanitize._tool_call_ids,
+        sanitize._content,
+        sanitize._tool_call_inputs,
+        sanitize._pairing,
+        sanitize._details,
+        sanitize._usage,
+        turn_validation._undangled,
+        turn_validation._users_merged,
+        agent_session._llm_conversions,
+        transform._adapted,
+        transform._repaired,
+    ]
+    policy = resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-5")
+    session = SessionManager.in_memory()
+    history = copy.deepcopy(TRAITS["tool_turn"] + TRAITS["compaction"] + TRAITS["plain"])
+    out = sanitize_session_history(
+        history, policy, allowed_tool_names=["read"], session_manager=session
+    )
+    validate_replay_turns(out, policy, session)
+    agent_session._llm_conversions(session, [{"role": "custom", "content": "c", "timestamp": 1}])
+    transform.transform_messages(out, get_model("anthropic", "claude-sonnet-4-5"), owner=session)
+    assert all(session in memo._seen for memo in memos)
+    held = [len(memo._seen) for memo in memos]
+    gone = weakref.ref(session)
+    del session
+    gc.collect()
+    assert gone() is None
+    assert [len(memo._seen) for memo in memos] == [count - 1 for count in held]
