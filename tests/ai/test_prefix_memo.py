@@ -205,3 +205,23 @@ def test_a_resumed_step_always_equals_a_whole_pass() -> None:
             items = items[rng.randrange(len(items) + 1) :]
         assert memo(owner, items) == whole(None, items)
     assert sum(1 for c in calls if c[1]) > 100  # most passes went on from a settled point
+
+
+def test_items_settled_by_a_later_one_are_read_again_when_that_one_is_gone() -> None:
+    """Each item's output says whether another follows it, so all but the last are settled,
+    closed by the last: cut the list back to them and they must be read again."""
+    starts: list[int] = []
+
+    def step(items: list[Any], start: int, state: Any, key: Any) -> Pass[None]:
+        starts.append(start)
+        out = [f"{item}+" for item in items[:-1]] + items[-1:]
+        settled = max(len(items) - 1, 0)
+        return Pass(out, settled, settled, None, closed_by=1 if items else 0)
+
+    memo: ResumableMemo[None] = ResumableMemo(step)
+    owner = Owner()
+    assert memo(owner, ["a", "b", "c"]) == ["a+", "b+", "c"]
+    assert memo(owner, ["a", "b", "c", "d"]) == ["a+", "b+", "c+", "d"]
+    assert starts[-1] == 2  # went on from the last item, which was still there
+    assert memo(owner, ["a", "b", "c"]) == ["a+", "b+", "c"]
+    assert starts[-1] == 0  # "d", which closed "c", is gone: the whole list again

@@ -60,14 +60,17 @@ class Pass(Generic[S]):
     """What one pass of a list-to-list step produced.
 
     The first `settled` items it read map to exactly `outputs[:settled_outputs]` in any list
-    that starts with them and that the step agrees to go on with (see `Step`), and `state` is
-    all the step needs to go on from there.
+    that starts with them and the `closed_by` items after them, and `state` is all the step
+    needs to go on from there. `closed_by` is for a step whose output for an item waits on a
+    later one: a turn is paired once the next turn starts, so that next turn's first message
+    must still be there, unchanged, for the turns before it to stay as they were.
     """
 
     outputs: list[Any]
     settled: int
     settled_outputs: int
     state: S
+    closed_by: int = 0
 
     def outputs_for(self, items: list[Any]) -> list[Any]:
         """The outputs, or `items` itself when each output is its item unchanged (so a clean
@@ -81,15 +84,16 @@ class Pass(Generic[S]):
 Step = Callable[[list[Any], int, "S | None", Any], "Pass[S] | None"]
 """`step(items, start, state, key)`: a pass over `items`, which sit at index `start` of the
 whole list, going on from `state` (None at the start of a list). It returns None when it cannot
-go on: something in `items` changes what came before, or what settled it is gone (a turn's
-output is final once the next turn starts; a list cut back to that turn must be read again).
-It never returns None when `start` is 0."""
+go on (something in `items` changes what came before: a new compaction summary), but never when
+`start` is 0."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Seen(Generic[S]):
     key: Any
-    settled_items: list[Any]
+    settled: int
+    matched_items: list[Any]
+    """The settled items and those that closed them: a list must start with all of these."""
     outputs: list[Any]
     settled_outputs: int
     state: S
@@ -102,8 +106,9 @@ class ResumableMemo(Generic[S]):
     it: a step that maps each message on its own settles every message it reads; one that
     pairs a turn's tool calls with the results after them settles all but the last turn; one
     that carries state from message to message (ids handed out so far) hands that state on.
-    On the next call, a list that still starts with the settled items (the same objects, or
-    equal ones) keeps their outputs and only its rest is passed through the step. `key` is the
+    On the next call, a list that still starts with the settled items and those that closed
+    them (the same objects, or equal ones) keeps the settled outputs, and only its rest is
+    passed through the step. `key` is the
     step's parameters: a different key starts afresh. The step must be pure: the same items,
     start, state and key give the same pass.
     """
@@ -119,24 +124,32 @@ class ResumableMemo(Generic[S]):
         seen = self._seen.pop(owner, None)
         current = list(items)
         if seen is not None and seen.key == key:
-            count = len(seen.settled_items)
-            if len(current) >= count and current[:count] == seen.settled_items:
+            matched = len(seen.matched_items)
+            if len(current) >= matched and current[:matched] == seen.matched_items:
+                count = seen.settled
                 part = self._step(current[count:], count, seen.state, key)
                 if part is not None:
                     outputs = seen.outputs[: seen.settled_outputs] + part.outputs
-                    self._seen[owner] = _Seen(
-                        key,
-                        current[: count + part.settled],
-                        outputs,
-                        seen.settled_outputs + part.settled_outputs,
-                        part.state,
-                    )
+                    self._remember(owner, key, current, count, part, outputs)
                     return outputs
         whole = self._whole(current, key)
-        self._seen[owner] = _Seen(
-            key, current[: whole.settled], whole.outputs, whole.settled_outputs, whole.state
-        )
+        self._remember(owner, key, current, 0, whole, whole.outputs)
         return whole.outputs
+
+    def _remember(
+        self,
+        owner: object,
+        key: Any,
+        items: list[Any],
+        start: int,
+        part: Pass[S],
+        outputs: list[Any],
+    ) -> None:
+        """What the pass over `items[start:]` settled, as a state of the whole list."""
+        settled = start + part.settled
+        settled_outputs = len(outputs) - len(part.outputs) + part.settled_outputs
+        matched = items[: settled + part.closed_by]
+        self._seen[owner] = _Seen(key, settled, matched, outputs, settled_outputs, part.state)
 
     def _whole(self, items: Sequence[Any], key: Any) -> Pass[S]:
         whole = self._step(list(items), 0, None, key)

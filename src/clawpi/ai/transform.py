@@ -51,9 +51,7 @@ def transform_messages(
     """
     key = (model, normalize_tool_call_id)
     if owner is None:
-        whole = _repair_pass(_adapt_pass(messages, 0, None, key).outputs, 0, None, None)
-        assert whole is not None  # a pass from the start always runs
-        return whole.outputs
+        return _repair_pass(_adapt_pass(messages, 0, None, key).outputs, 0, None, None).outputs
     return _repaired(owner, _adapted(owner, messages, key))
 
 
@@ -211,16 +209,12 @@ def _closes_calls(message: Message) -> bool:
     return role == "assistant" and message.get("stopReason") not in ("error", "aborted")
 
 
-def _repair_pass(
-    messages: list[Message], start: int, _state: None, _key: None
-) -> Pass[None] | None:
+def _repair_pass(messages: list[Message], _start: int, _state: None, _key: None) -> Pass[None]:
     """Drop errored/aborted assistant turns; give orphaned tool calls a synthetic result.
 
-    The output is settled up to the last message that answers the open calls: what follows
-    cannot change it, as long as that message is still there to go on from.
+    The output is settled up to the last message that answers the open calls (it closes
+    them): what follows cannot change it, as long as that message is still there.
     """
-    if start and not (messages and _closes_calls(messages[0])):
-        return None
     result: list[Message] = []
     pending: list[ToolCall] = []
     answered: set[str] = set()
@@ -263,8 +257,8 @@ def _repair_pass(
         result.append(message)
     # orphans at the very end stay as they are: the caller may still be running those tools
     if not pending:
-        settled, settled_outputs = len(messages), len(result)
-    return Pass(result, settled, settled_outputs, None)
+        return Pass(result, len(messages), len(result), None)
+    return Pass(result, settled, settled_outputs, None, closed_by=1)
 
 
 # Per conversation (see `transform_messages`' owner).

@@ -804,16 +804,11 @@ def sanitize_tool_use_result_pairing(messages: list[Msg]) -> list[Msg]:
     return repair_tool_use_result_pairing(messages).messages
 
 
-def _pairing_pass(messages: list[Msg], start: int, _state: None, _key: None) -> Pass[None] | None:
-    if start and not starts_with_a_turn(messages):
-        return None  # the turn that closed the settled ones was cut off
+def _pairing_pass(messages: list[Msg], _start: int, _state: None, _key: None) -> Pass[None]:
     report = repair_tool_use_result_pairing(messages)
-    return Pass(report.messages, report.settled, report.settled_outputs, None)
-
-
-def starts_with_a_turn(messages: Sequence[Msg]) -> bool:
-    """Whether `messages` starts with the assistant message that ends the turns before it."""
-    return bool(messages) and messages[0].get("role") == "assistant"
+    # the turns before the last are settled by the last one's first message
+    closed_by = 1 if report.settled < len(messages) else 0
+    return Pass(report.messages, report.settled, report.settled_outputs, None, closed_by)
 
 
 # -- 6. details and stale usage ------------------------------------------------------------------

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from clawpi.ai.prefix_memo import Pass, ResumableMemo
-from clawpi.runner.sanitize import TOOL_CALL_TYPES, starts_with_a_turn, tool_result_id
+from clawpi.runner.sanitize import TOOL_CALL_TYPES, tool_result_id
 from clawpi.runner.transcript_policy import TranscriptPolicy
 
 Msg = dict[str, Any]
@@ -112,17 +112,12 @@ def strip_dangling_tool_calls(messages: list[Msg]) -> list[Msg]:
     A turn left empty gets `[tool calls omitted]` so the alternation survives (errored or
     aborted turns are left empty; the request layer drops them).
     """
-    return _without_dangling_calls(messages).outputs_for(messages)
+    return _dangling_pass(messages, 0, None, None).outputs_for(messages)
 
 
-def _dangling_pass(messages: list[Msg], start: int, _state: None, _key: None) -> Pass[None] | None:
-    if start and not starts_with_a_turn(messages):
-        return None  # the turn that closed the settled ones was cut off
-    return _without_dangling_calls(messages)
-
-
-def _without_dangling_calls(messages: list[Msg]) -> Pass[None]:
-    """A turn is answered by what follows it up to the next one: the last turn is unsettled."""
+def _dangling_pass(messages: list[Msg], _start: int, _state: None, _key: None) -> Pass[None]:
+    """A turn is answered by what follows it up to the next one: the last turn is unsettled,
+    and the turns before it stay as they are while its first message does."""
     out: list[Msg] = []
     last_turn: tuple[int, int] | None = None  # where the last turn starts, in and out
     for index, message in enumerate(messages):
@@ -149,8 +144,9 @@ def _without_dangling_calls(messages: list[Msg]) -> Pass[None]:
         if not kept and message.get("stopReason") not in ("error", "aborted"):
             kept = [{"type": "text", "text": TOOL_CALLS_OMITTED_TEXT}]
         out.append({**message, "content": kept})
-    settled, settled_outputs = last_turn or (len(messages), len(out))
-    return Pass(out, settled, settled_outputs, None)
+    if last_turn is None:
+        return Pass(out, len(messages), len(out), None)
+    return Pass(out, *last_turn, None, closed_by=1)
 
 
 def validate_anthropic_turns(messages: list[Msg]) -> list[Msg]:
