@@ -127,12 +127,19 @@ class _Source:
         return lambda: None
 
 
-def subscription(deltas: list[str]) -> int:
-    """The whole subscription: message_update events in, block reply payloads out."""
+def subscription(deltas: list[str], partial: bool = False) -> int:
+    """The whole subscription: message_update events in, block reply payloads out (and, with
+    `partial`, a partial reply per delta carrying the whole text so far, as chat channels that
+    edit a draft message ask for)."""
     source = _Source()
     sent: list[Any] = []
+    partials: list[Any] = []
     subscribe_embedded_session(
-        source, "bench", on_block_reply=sent.append, block_reply_chunking=BlockReplyChunking()
+        source,
+        "bench",
+        on_block_reply=sent.append,
+        on_partial_reply=(lambda reply: partials.append(len(reply.text))) if partial else None,
+        block_reply_chunking=BlockReplyChunking(),
     )
     listener = source.listener
     assert listener is not None
@@ -210,6 +217,20 @@ def main() -> None:
         t_pipe = best_of(pipeline, deltas, 1)
         t_sub = best_of(subscription, deltas, 1)
         print(f"{len(part):>9,} | {t_pipe / part_mb:>13.2f} | {t_sub / part_mb:>17.2f}")
+
+    print(
+        "\npartial replies, 16-char deltas: each carries the whole text so far, so a copy of it"
+        "\nper delta stays; the parsing must not grow with it (us per delta roughly flat):"
+    )
+    print(f"{'answer':>9} | {'deltas':>7} | {'ms':>8} | {'us/delta':>8}")
+    print("-" * 42)
+    for chars in (10_000, 50_000, 100_000, 200_000):
+        deltas = split(make_answer(chars), 16)
+        t_partial = best_of(lambda d: subscription(d, partial=True), deltas, args.repeat)
+        print(
+            f"{chars:>9,} | {len(deltas):>7,} | {t_partial * 1000:>8.1f} |"
+            f" {t_partial / len(deltas) * 1e6:>8.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clawpi.reply import StreamingDirectiveParser, is_silent_reply_text, parse_reply_directives
 from clawpi.reply.directives import is_valid_media_source
@@ -147,3 +151,27 @@ def test_streaming_parser_holds_a_cut_tag() -> None:
     tail = parser.consume("", final=True)
     assert tail is not None
     assert tail.text == "[[unfinished"
+
+
+def _silent_by_pattern(text: str, token: str) -> bool:
+    """The silent-reply rule as the reference writes it: two regular expressions."""
+    stripped = text.strip()
+    if stripped == token:
+        return True
+    quoted = re.escape(token)
+    return bool(
+        re.match(rf"^{quoted}(?=$|[^\w])", stripped)
+        or re.search(rf"(?:^|[^\w]){quoted}\W*$", stripped)
+    )
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["NO_REPLY", "SHH!", "x", "_", "é", "٣", " ", ".", "!\n", "-"])),
+    st.sampled_from(["NO_REPLY", "SHH!", "!"]),
+)
+def test_the_silent_check_reads_only_the_ends_and_agrees_with_the_patterns(
+    parts: list[str], token: str
+) -> None:
+    text = "".join(parts)
+    assert is_silent_reply_text(text, token) == _silent_by_pattern(text, token)

@@ -155,15 +155,34 @@ def _fence_ranges(text: str) -> list[tuple[int, int]]:
     fence = ""
     fence_start = 0
     for match in _fence_lines(text):
-        marker = match.group(1)
+        after = _fence_step(fence, match)
         if not fence:
-            fence, fence_start = marker, match.start()
-        elif marker[0] == fence[0] and len(marker) >= len(fence) and not match.group(2).strip():
+            fence_start = match.start()
+        elif not after:
             ranges.append((fence_start, match.end()))
-            fence = ""
+        fence = after
     if fence:
         ranges.append((fence_start, len(text)))
     return ranges
+
+
+def fence_after(text: str, fence: str = "") -> str:
+    """The marker of the code fence open at the end of `text`, read from inside `fence` (the
+    marker open where it starts; "" for none); "" when no fence is open there."""
+    if "```" in text or "~~~" in text:
+        for match in _fence_lines(text):
+            fence = _fence_step(fence, match)
+    return fence
+
+
+def _fence_step(fence: str, line: re.Match[str]) -> str:
+    """The fence open after a fence-marker `line`, given the one open before it."""
+    marker = line.group(1)
+    if not fence:
+        return marker
+    if marker[0] == fence[0] and len(marker) >= len(fence) and not line.group(2).strip():
+        return ""
+    return fence
 
 
 def _code_ranges(text: str) -> list[tuple[int, int]]:
@@ -194,9 +213,15 @@ _BLANK_RUN = re.compile(r"\n{3,}")
 
 def normalize_directive_whitespace(text: str) -> str:
     """Tidy what directive removal leaves behind, outside code: doubled spaces, blank runs."""
+    return tidy_outside_code(text).strip()
+
+
+def tidy_outside_code(text: str) -> str:
+    """`normalize_directive_whitespace` without the final strip: tidying a text line by line
+    and joining the pieces gives the same, but for the blank run where two pieces meet."""
     ranges = _code_ranges(text) if "`" in text or "~~~" in text else []
     if not ranges:
-        return _tidy(text).strip()
+        return _tidy(text)
     parts: list[str] = []
     pos = 0
     for start, end in ranges:
@@ -204,7 +229,7 @@ def normalize_directive_whitespace(text: str) -> str:
         parts.append(text[start:end])
         pos = end
     parts.append(_tidy(text[pos:]))
-    return "".join(parts).strip()
+    return "".join(parts)
 
 
 def _tidy(text: str) -> str:
@@ -219,19 +244,32 @@ def _tidy(text: str) -> str:
 
 
 def is_silent_reply_text(text: str | None, silent_token: str = SILENT_REPLY_TOKEN) -> bool:
-    """The model chose not to answer: the text is the silent token (or starts/ends with it)."""
+    """The model chose not to answer: the text is the silent token, starts with it as a whole
+    word, or ends with it (and then only non-word characters). Only the two ends are read: a
+    partial reply asks this of the whole answer so far on every delta."""
     if not text or not silent_token:
         return False
     stripped = text.strip()
-    if stripped == silent_token:
+    size = len(silent_token)
+    if stripped.startswith(silent_token) and not _is_word(stripped[size : size + 1]):
         return True
-    if silent_token not in stripped:
-        return False  # both patterns below need the token itself
-    token = re.escape(silent_token)
-    return bool(
-        re.match(rf"^{token}(?=$|[^\w])", stripped)
-        or re.search(rf"(?:^|[^\w]){token}\W*$", stripped)
-    )
+    end = len(stripped)  # where the token would end, before a run of non-word characters
+    while True:
+        start = end - size
+        if start < 0:
+            return False
+        if stripped.startswith(silent_token, start, end) and not _is_word(
+            stripped[start - 1 : start]
+        ):
+            return True
+        if _is_word(stripped[end - 1]):
+            return False
+        end -= 1
+
+
+def _is_word(char: str) -> bool:
+    """Whether `char` is one that `\\w` matches (False for "")."""
+    return char.isalnum() or char == "_"
 
 
 def parse_reply_directives(
@@ -247,7 +285,7 @@ def parse_reply_directives(
     cleaned, media = split_media_from_output(text)
     result = ReplyDirectives(text="", media_urls=media)
     if "[[" in cleaned:
-        cleaned = _extract_tags(cleaned, result, current_message_id)
+        cleaned = extract_directive_tags(cleaned, result, current_message_id)
     # Tidy whitespace only where something was taken out; otherwise the text is the model's.
     changed = len(cleaned) != len(text)
     result.text = normalize_directive_whitespace(cleaned) if changed else cleaned.strip()
@@ -255,7 +293,10 @@ def parse_reply_directives(
     return result
 
 
-def _extract_tags(text: str, result: ReplyDirectives, current_message_id: str | None) -> str:
+def extract_directive_tags(
+    text: str, result: ReplyDirectives, current_message_id: str | None = None
+) -> str:
+    """`text` without its `[[...]]` directives (outside code); what they say goes to `result`."""
     ranges = _code_ranges(text) if "`" in text or "~~~" in text else []
     out: list[str] = []
     pos = 0

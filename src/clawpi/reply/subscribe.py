@@ -36,6 +36,7 @@ from clawpi.reply.directives import (
     is_silent_reply_text,
     parse_reply_directives,
 )
+from clawpi.reply.partial_text import PartialReplyText
 from clawpi.reply.payloads import (
     ReplyPayload,
     ToolErrorInfo,
@@ -145,7 +146,7 @@ class _MessageState:
             self.raw_chunks.append("".join(tail))
             tail.clear()
 
-    visible_parts: list[str] = dataclasses.field(default_factory=list)
+    visible: PartialReplyText = dataclasses.field(default_factory=PartialReplyText)
     last_partial: str = ""
     emitted_update: bool = False
     last_block_text: str | None = None
@@ -475,20 +476,15 @@ class EmbeddedSubscription:
             self._push_visible(visible)
 
     def _push_visible(self, visible: str) -> None:
-        self._msg.visible_parts.append(visible)
+        self._msg.visible.append(visible)
         if self._on_partial_reply is not None or self._on_agent_event is not None:
             self._emit_partial()
 
     def _emit_partial(self) -> None:
         msg = self._msg
-        full = "".join(msg.visible_parts)
-        msg.visible_parts = [full]
-        parsed = parse_reply_directives(
-            _strip_trailing_directive(full), silent_token=self.silent_token
-        )
-        cleaned = parsed.text
+        cleaned, media_urls = msg.visible.current()
         previous = msg.last_partial
-        if not cleaned and not parsed.media_urls:
+        if not cleaned and not media_urls:
             return
         if previous and not cleaned.startswith(previous):
             msg.last_partial = cleaned
@@ -502,7 +498,7 @@ class EmbeddedSubscription:
         if self._partials_enabled and not is_silent_reply_text(cleaned, self.silent_token):
             self._deliveries.call(
                 self._on_partial_reply,
-                PartialReply(cleaned, delta, parsed.media_urls),
+                PartialReply(cleaned, delta, media_urls),
                 "partial reply",
             )
 
@@ -705,7 +701,7 @@ class EmbeddedSubscription:
         self._tags.reset()
         msg.raw_chunks.clear()
         msg.raw_tail.clear()
-        msg.visible_parts = []
+        msg.visible = PartialReplyText()
         msg.last_partial = ""
 
     def _is_new_final_block(self, text: str) -> bool:
@@ -911,11 +907,3 @@ def _has_tool_call(message: Mapping[str, Any]) -> bool:
 
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-
-
-def _strip_trailing_directive(text: str) -> str:
-    """Hide a `[[...` still being typed so the partial reply never shows half a directive."""
-    open_at = text.rfind("[[")
-    if open_at < 0:
-        return text[:-1] if text.endswith("[") else text
-    return text if "]]" in text[open_at:] else text[:open_at]
