@@ -7,6 +7,9 @@ Target: <= 1.2x. The openai-responses provider parses the SSE itself instead of 
 event stream (see its module docstring), so its baseline is the SDK's own
 `client.responses.create(stream=True)` iteration and its ratio is well below 1.
 
+Also: the cost per delta of a tool call's arguments as they stream (the partial arguments are
+parsed on every delta), for arguments of growing size: it must stay flat, not grow with them.
+
     python bench/bench_stream.py [--events 2000] [--rounds 15] [--api NAME ...] [--json]
 """
 
@@ -29,6 +32,7 @@ from tests.fakes.http_server import FakeResponse, FakeServer, sse_frame
 from tests.fakes.responses_sse import ResponsesStream
 
 from clawpi.ai import Model, stream
+from clawpi.ai.builder import AssistantMessageBuilder
 
 
 def openai_frames(events: int) -> list[bytes]:
@@ -319,6 +323,33 @@ def main() -> None:
             f"{row['clawpi_ms']:>10.1f} {row['raw_us_per_event']:>10.1f} "
             f"{row['clawpi_us_per_event']:>13.1f} {row['ratio']:>5.2f}x {row['cpu_ratio']:>9.2f}x"
         )
+
+    print(
+        "\ntool-call arguments streamed in 16-char deltas (a file written through a tool):"
+        " CPU per delta of building the partial message with its arguments parsed so far"
+    )
+    print(f"{'arguments':>10} {'deltas':>8} {'ms':>9} {'us/delta':>9}")
+    for size in (1_000, 10_000, 50_000, 200_000):
+        deltas, seconds = tool_call_arguments(size)
+        print(f"{size:>10,} {deltas:>8,} {seconds * 1000:>9.1f} {seconds / deltas * 1e6:>9.1f}")
+
+
+def tool_call_arguments(size: int) -> tuple[int, float]:
+    """(deltas, CPU seconds) to stream a `write` call whose content is `size` characters."""
+    line = 'def f(x):\n    return x * 2  # "quoted" \\ and é\n'
+    content = (line * (size // len(line) + 1))[:size]
+    raw = json.dumps({"path": "src/app.py", "content": content})
+    model = Model(id="m", name="m", api="openai-completions", provider="p", base_url="")
+    builder = AssistantMessageBuilder(model)
+    builder.start()
+    index = builder.start_tool_call("call_1", "write")["contentIndex"]
+    started = time.process_time()
+    for at in range(0, len(raw), 16):
+        builder.tool_call_delta(index, raw[at : at + 16])
+    arguments = builder.end_tool_call(index)["toolCall"]["arguments"]
+    seconds = time.process_time() - started
+    assert arguments["content"] == content
+    return len(range(0, len(raw), 16)), seconds
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import itertools
 import json
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clawpi.ai.partial_json import parse_streaming_json
+from clawpi.ai.partial_json import StreamingJsonParser, parse_streaming_json
 
 
 def test_empty_and_whitespace_give_empty_object() -> None:
@@ -69,3 +70,52 @@ def test_integers_beyond_64_bits_stay_exact_whole_and_truncated() -> None:
     big = -9223372036854775809
     assert parse_streaming_json(f'{{"n": {big}}}') == {"n": big}
     assert parse_streaming_json(f'{{"n": {big}, "s": "ab') == {"n": big, "s": "ab"}
+
+
+JSONISH = [
+    "{", "}", "[", "]", '"', "\\", "u", "d83d", "\\ud83d", "\\ude00", "\\u00e9", "\\u12", ":",
+    ",", " ", "a", "1", "-2.5e3", "12345678901234567890", "true", "nul", "\\n", "\n", '\\"',
+    '"k": ', '"content": "', "NaN", "\x00clawpi open string\x00", "\\u0000clawpi open string",
+]  # fmt: skip
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@st.composite
+def streamed_texts(draw: st.DrawFn) -> list[str]:
+    if draw(st.booleans()):
+        text = json.dumps(draw(st.dictionaries(st.text(max_size=5), json_values, max_size=4)))
+        text = text if draw(st.booleans()) else json.dumps(json.loads(text), ensure_ascii=False)
+    else:
+        text = "".join(draw(st.lists(st.sampled_from(JSONISH), max_size=40)))
+    cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=30))))
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+
+@settings(max_examples=400, deadline=None)
+@given(streamed_texts())
+def test_feeding_fragments_gives_the_parse_of_the_whole_text_at_every_step(
+    fragments: list[str],
+) -> None:
+    parser = StreamingJsonParser()
+    seen = ""
+    for fragment in fragments:
+        seen += fragment
+        assert parser.feed(fragment) == parse_streaming_json(seen)
+        assert parser.text == seen
+
+
+def test_a_long_string_value_is_decoded_once_not_per_fragment() -> None:
+    content = 'line "one" \\ é 😀\n' * 2000
+    text = json.dumps({"path": "a.py", "content": content})
+    parser = StreamingJsonParser()
+    for at in range(0, len(text), 16):
+        arguments = parser.feed(text[at : at + 16])
+    assert arguments == {"path": "a.py", "content": content}
+    # the open string was decoded a fragment at a time, and that work kept: not redone per delta
+    assert parser._decoded_to > len(text) - 100

@@ -12,7 +12,7 @@ from typing import Any
 
 from clawpi.ai.event_stream import empty_assistant_message
 from clawpi.ai.models import Model, calculate_cost
-from clawpi.ai.partial_json import parse_streaming_json
+from clawpi.ai.partial_json import StreamingJsonParser
 from clawpi.ai.types import (
     AssistantMessage,
     BlockDeltaEvent,
@@ -39,7 +39,7 @@ class AssistantMessageBuilder:
         self.message: AssistantMessage = empty_assistant_message(
             model.api, model.provider, model.id
         )
-        self._tool_json: dict[int, str] = {}
+        self._tool_json: dict[int, StreamingJsonParser] = {}
         self._call_ids: dict[str, int] = {}  # ended tool calls: id's call part -> index
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -153,15 +153,16 @@ class AssistantMessageBuilder:
         content = self.message["content"]
         content.append(block)
         index = len(content) - 1
-        self._tool_json[index] = ""
+        self._tool_json[index] = StreamingJsonParser()
         return {"type": "toolcall_start", "contentIndex": index, "partial": self.message}
 
     def tool_call_delta(self, index: int, fragment: str) -> BlockDeltaEvent:
         """Append a raw JSON fragment; the block's arguments become its partial-JSON parse."""
-        buffer = self._tool_json.get(index, "") + fragment
-        self._tool_json[index] = buffer
+        parser = self._tool_json.get(index)
+        if parser is None:
+            parser = self._tool_json[index] = StreamingJsonParser()
         block: Any = self.message["content"][index]
-        block["arguments"] = parse_streaming_json(buffer)
+        block["arguments"] = parser.feed(fragment)
         return {
             "type": "toolcall_delta",
             "contentIndex": index,
@@ -171,7 +172,8 @@ class AssistantMessageBuilder:
 
     def tool_call_json(self, index: int) -> str:
         """The raw argument text received so far for the tool call at `index`."""
-        return self._tool_json.get(index, "")
+        parser = self._tool_json.get(index)
+        return parser.text if parser is not None else ""
 
     def end_tool_call(
         self, index: int, arguments: dict[str, Any] | None = None
@@ -181,11 +183,11 @@ class AssistantMessageBuilder:
         Its id is made unique in the message if a server sent one twice: every API rejects
         a history that answers two calls with one id."""
         block: Any = self.message["content"][index]
-        buffer = self._tool_json.pop(index, None)
+        parser = self._tool_json.pop(index, None)
         if arguments is not None:
             block["arguments"] = arguments
-        elif buffer is not None:
-            block["arguments"] = parse_streaming_json(buffer)
+        elif parser is not None:
+            block["arguments"] = parser.value()
         call_ids = self._call_ids
         call = _call_part(block)
         if call_ids.get(call, index) != index:
