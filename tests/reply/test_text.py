@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clawpi.reply import (
     extract_assistant_text,
@@ -17,7 +19,11 @@ from clawpi.reply import (
     strip_downgraded_tool_call_text,
 )
 from clawpi.reply import user_text as copy
-from clawpi.reply.text import extract_thinking_from_tagged_stream, strip_model_special_tokens
+from clawpi.reply.text import (
+    StreamedReasoningFormat,
+    extract_thinking_from_tagged_stream,
+    strip_model_special_tokens,
+)
 
 
 def message(*blocks: Any, stop: str = "stop", error: str | None = None) -> dict[str, Any]:
@@ -208,3 +214,22 @@ def test_sanitize_rewrites_raw_error_payload_and_error_context() -> None:
     assert sanitize_user_facing_text(payload) == copy.OVERLOADED_TEXT
     assert sanitize_user_facing_text("Request timed out.", error_context=True) == copy.TIMEOUT_TEXT
     assert sanitize_user_facing_text("x" * 700, error_context=True) == "x" * 600 + "…"
+
+
+def _reasoning_by_rule(text: str) -> str:
+    trimmed = text.strip()
+    if not trimmed:
+        return ""
+    return "Reasoning:\n" + "\n".join(f"_{line}_" if line else "" for line in trimmed.split("\n"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab \n\t_", max_size=12), max_size=25), st.booleans())
+def test_streamed_reasoning_formats_only_new_lines_and_matches_the_rule(
+    pieces: list[str], restart: bool
+) -> None:
+    formatter = StreamedReasoningFormat()
+    text = ""
+    for index, piece in enumerate(pieces):
+        text = piece if restart and index == len(pieces) // 2 else text + piece
+        assert formatter(text) == _reasoning_by_rule(text) == format_reasoning_message(text)

@@ -54,6 +54,7 @@ from clawpi.reply.tags import (
     strip_final_tags,
 )
 from clawpi.reply.text import (
+    StreamedReasoningFormat,
     extract_assistant_text,
     extract_assistant_thinking,
     format_reasoning_message,
@@ -243,6 +244,7 @@ class EmbeddedSubscription:
         self._msg = _MessageState()
         self._last_reasoning_sent: str | None = None
         self._last_streamed_reasoning: str | None = None
+        self._reasoning_format = StreamedReasoningFormat()
 
         self._compaction_in_flight = False
         self._pending_compaction_retry = 0
@@ -466,8 +468,9 @@ class EmbeddedSubscription:
         was_thinking = tags.thinking
         visible = strip_block_tags(chunk, tags, self.enforce_final_tag)
         if self._stream_reasoning and tags.thinking_parts:
-            msg.tagged_thinking.append(tags.take_thinking())
-            self._emit_reasoning_stream("".join(msg.tagged_thinking))
+            msg.tagged_thinking = [*msg.tagged_thinking, tags.take_thinking()]
+            msg.tagged_thinking = ["".join(msg.tagged_thinking)]  # one string, not one per delta
+            self._emit_reasoning_stream(msg.tagged_thinking[0])
         if was_thinking and not tags.thinking:
             self._end_reasoning()
         elif tags.thinking and not was_thinking:
@@ -520,7 +523,7 @@ class EmbeddedSubscription:
         self._deliveries.call_noarg(self._on_reasoning_end, "reasoning end")
 
     def _emit_reasoning_stream(self, text: str) -> None:
-        formatted = format_reasoning_message(text)
+        formatted = self._reasoning_format(text)
         if not formatted or formatted == self._last_streamed_reasoning:
             return
         prior = self._last_streamed_reasoning or ""

@@ -159,11 +159,37 @@ def extract_thinking_from_tagged_stream(text: str) -> str:
 
 def format_reasoning_message(text: str) -> str:
     """`Reasoning:` and each line in italics, as chat channels show the model's thinking."""
-    trimmed = text.strip()
-    if not trimmed:
-        return ""
-    lines = [f"_{line}_" if line else line for line in trimmed.split("\n")]
-    return "Reasoning:\n" + "\n".join(lines)
+    return StreamedReasoningFormat()(text)
+
+
+class StreamedReasoningFormat:
+    """`format_reasoning_message` for a reasoning that streams: called with the whole text on
+    every delta, it formats only the lines that are new since the last call (the lines before
+    the last one are kept formatted while the text keeps starting with them)."""
+
+    __slots__ = ("_formatted", "_source")
+
+    def __init__(self) -> None:
+        self._source = ""
+        """Whole lines, each ending in a newline, as last formatted into `_formatted`."""
+        self._formatted = ""
+
+    def __call__(self, text: str) -> str:
+        trimmed = text.strip()
+        if not trimmed:
+            return ""
+        last = trimmed.rfind("\n") + 1
+        if not trimmed.startswith(self._source, 0, last):
+            self._source = self._formatted = ""
+        if last > len(self._source):
+            lines = trimmed[len(self._source) : last - 1].split("\n")
+            self._formatted += "".join(f"{_italic(line)}\n" for line in lines)
+            self._source = trimmed[:last]
+        return "Reasoning:\n" + self._formatted + _italic(trimmed[last:])
+
+
+def _italic(line: str) -> str:
+    return f"_{line}_" if line else line
 
 
 def split_thinking_tagged_text(text: str) -> list[dict[str, Any]] | None:
