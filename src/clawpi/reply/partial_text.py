@@ -172,9 +172,9 @@ class PartialReplyText:
         return tidy_outside_code(opener + text)[len(opener) :]
 
     def _meet(self, tail: str) -> str:
-        """`tail` tidied on its own, fitted to the tidied text before it: a blank run where
-        they meet (a removed `MEDIA:` line can leave one) is cut to one blank line, as a
-        whole-text tidy would. Inside a code fence nothing is cut."""
+        """`tail` tidied on its own, fitted to the tidied text before it: a run of blank
+        lines across the seam is cut to one, as a whole-text tidy would. Inside a code fence
+        nothing is cut."""
         if self._fence or not tail.startswith("\n"):
             return tail
         self._tidied()
