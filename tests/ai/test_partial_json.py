@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-import itertools
 import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clawpi.ai.partial_json import StreamingJsonParser, parse_streaming_json
+from tests.strategies import fragments
 
 
 def test_empty_and_whitespace_give_empty_object() -> None:
@@ -92,9 +92,7 @@ def streamed_texts(draw: st.DrawFn) -> list[str]:
         text = text if draw(st.booleans()) else json.dumps(json.loads(text), ensure_ascii=False)
     else:
         text = "".join(draw(st.lists(st.sampled_from(JSONISH), max_size=40)))
-    cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=30))))
-    bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    return fragments(draw, text, 30)
 
 
 @settings(max_examples=400, deadline=None)

@@ -3,13 +3,12 @@ the lines behind it so each delta parses only what is still open."""
 
 from __future__ import annotations
 
-import itertools
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clawpi.reply.directives import parse_reply_directives
 from clawpi.reply.partial_text import PartialReplyText
+from tests.strategies import fragments
 
 
 def whole(text: str) -> tuple[str, list[str]]:
@@ -48,9 +47,7 @@ TOKENS = [
 @st.composite
 def answers(draw: st.DrawFn) -> list[str]:
     text = "".join(draw(st.lists(st.sampled_from(TOKENS), max_size=60)))
-    cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=25))))
-    bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    return fragments(draw, text, 25)
 
 
 @settings(max_examples=400, deadline=None)
