@@ -158,7 +158,7 @@ class _MessageState:
     reasoning_open: bool = False
     ended: Mapping[str, Any] | None = None
     """The message as of its `message_end`: later repeats and late updates are ignored."""
-    tagged_thinking: list[str] = dataclasses.field(default_factory=list)
+    tagged_thinking: str = ""
 
 
 class EmbeddedSubscription:
@@ -468,9 +468,8 @@ class EmbeddedSubscription:
         was_thinking = tags.thinking
         visible = strip_block_tags(chunk, tags, self.enforce_final_tag)
         if self._stream_reasoning and tags.thinking_parts:
-            msg.tagged_thinking = [*msg.tagged_thinking, tags.take_thinking()]
-            msg.tagged_thinking = ["".join(msg.tagged_thinking)]  # one string, not one per delta
-            self._emit_reasoning_stream(msg.tagged_thinking[0])
+            msg.tagged_thinking += tags.take_thinking()
+            self._emit_reasoning_stream(msg.tagged_thinking)
         if was_thinking and not tags.thinking:
             self._end_reasoning()
         elif tags.thinking and not was_thinking:
