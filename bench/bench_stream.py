@@ -4,8 +4,9 @@ For each of the four APIs both sides read the same SSE body from the same local 
 the same process, taking turns, so network, SSE parsing and SDK model construction cancel out
 and the ratio is what clawpi adds per event (building the partial message and the event dicts).
 Target: <= 1.2x. The openai-responses provider parses the SSE itself instead of using the SDK's
-event stream (see its module docstring), so its baseline is the SDK's own
-`client.responses.create(stream=True)` iteration and its ratio is well below 1.
+event stream, and the openai-completions provider has the SDK's stream hand over each chunk as
+its JSON dict instead of a model built per chunk (see their module docstrings); their baselines
+are the SDK's own typed iteration (`create(stream=True)`), so their ratios are well below 1.
 
 Also: the cost per delta of a tool call's arguments as they stream (the partial arguments are
 parsed on every delta), for arguments of growing size: it must stay flat, not grow with them.
