@@ -828,3 +828,36 @@ async def test_refusal_text_is_kept_as_the_answer(server: FakeServer) -> None:
     server.enqueue(completion_response([role_chunk(), refusal, finish_chunk("stop")]))
     message = final(await run(model_at(server)))
     assert message["content"] == [{"type": "text", "text": "I can't help with that."}]
+
+
+async def test_fields_of_the_wrong_type_count_as_missing_and_the_rest_is_read(
+    server: FakeServer,
+) -> None:
+    # the chunks reach the reader as the server's JSON: a server that sends a field of another
+    # type than the API's must not break the turn, only lose that field
+    odd_call: Any = {"index": "0", "id": 7, "function": {"name": ["read"], "arguments": 5}}
+    server.enqueue(
+        completion_response(
+            [
+                role_chunk(),
+                chunk(choices=False, usage=None) | {"choices": {"0": "not a list"}},
+                chunk({"content": "Hel", "refusal": 3, "tool_calls": [odd_call, "x"]}),
+                chunk({}) | {"choices": ["not a choice"]},
+                chunk("not a delta"),  # type: ignore[arg-type]
+                text_chunk("lo"),
+                *tool_call_chunks(0, "call_1", "read", ['{"path":', ' "a.txt"}']),
+                chunk({}, 42),  # type: ignore[arg-type]
+                finish_chunk("tool_calls"),
+                usage_chunk(5, 2),
+            ]
+        )
+    )
+    events = await run(model_at(server), {**CONTEXT, "tools": [READ_TOOL]})
+    assert_event_order(events)
+    message = final(events)
+    assert message["stopReason"] == "toolUse"
+    text, call = message["content"][0], message["content"][-1]
+    assert text == {"type": "text", "text": "Hello"}
+    assert call["type"] == "toolCall"
+    assert (call["id"], call["name"], call["arguments"]) == ("call_1", "read", {"path": "a.txt"})
+    assert message["usage"]["input"] == 5

@@ -282,6 +282,8 @@ class _ChunkReader:
             function = {}
         name = _of_type(function.get("name"), str)
         arguments = _of_type(function.get("arguments"), str)
+        if key is None and call_id is None and name is None and arguments is None:
+            return  # nothing usable in it: not a call of its own
         block: Any = builder.message["content"][self.index] if self.kind == "tool" else None
         continues = (
             block is not None
