@@ -971,3 +971,26 @@ async def test_usage_counts_of_the_wrong_type_are_read_as_zero(server: FakeServe
     counts = [usage["input"], usage["output"], usage["cacheRead"], usage["cacheWrite"]]
     assert counts == [25, 0, 0, 0]
     assert usage["totalTokens"] == 25
+
+
+async def test_fields_of_the_wrong_type_count_as_missing_and_the_rest_is_read(
+    server: FakeServer,
+) -> None:
+    # the events reach the reader as the server's JSON: a field of another type than the
+    # API's must not break the turn, only lose that field
+    odd = [
+        sse.frame({"type": "content_block_start", "index": "0", "content_block": {"type": "text"}}),
+        sse.frame({"type": "content_block_start", "index": 5, "content_block": "text"}),
+        sse.block_delta(0, {"type": ["text_delta"], "text": "x"}),
+        sse.block_delta(0, {"type": "text_delta", "text": 42}),
+        sse.frame({"type": "content_block_delta", "index": [0], "delta": {"type": "text_delta"}}),
+        sse.frame({"type": "content_block_delta", "index": 0, "delta": "text_delta"}),
+    ]
+    text = [sse.block_start(0, {"type": "text", "text": ""}), odd[2], odd[3], odd[4], odd[5]]
+    text += sse.text_block(0, "Hel", "lo")[1:]
+    frames = sse.turn(odd[:2], text, stop_reason="end_turn")
+    server.enqueue(sse.stream_response(frames))
+    events, message = await run(haiku(server))
+    assert_event_order(events)
+    assert message["content"] == [{"type": "text", "text": "Hello"}]
+    assert message["stopReason"] == "stop"

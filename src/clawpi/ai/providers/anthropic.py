@@ -1,7 +1,10 @@
 """The `anthropic-messages` API: Claude (and Anthropic-compatible servers) via the official SDK.
 
-The request is built by `anthropic_convert`; this module sends it with the SDK's streaming call
-and turns the raw Messages stream events into clawpi's event protocol through the builder.
+The request is built by `anthropic_convert`; this module sends it through the SDK and turns the
+raw Messages stream events into clawpi's event protocol through the builder. The SDK's own stream
+reads the SSE (pings, `event: error` frames) and hands each event over as the JSON dict the
+server sent: a typed event model built per event cost more than everything else done per delta.
+A field of another type than the API's counts as missing.
 """
 
 from __future__ import annotations
@@ -113,13 +116,13 @@ async def stream_anthropic(
         replaced = options.on_payload(body, model)
         if replaced is not None:
             body = replaced
-    required = {k: body[k] for k in ("model", "max_tokens", "messages")}
-    extra = {k: v for k, v in body.items() if k not in required and k != "stream"}
-    sdk_stream = await client.messages.create(
-        **required,
+    sdk_stream = await client.post(
+        "/v1/messages",
+        body={**body, "stream": True},
+        options={"headers": _request_headers(model, options, api_key)},
+        cast_to=object,  # each event as sent: no SDK model built per event
         stream=True,
-        extra_body=extra or None,
-        extra_headers=_request_headers(model, options, api_key),
+        stream_cls=anthropic.AsyncStream[object],
     )
     builder = AssistantMessageBuilder(model)
     message = builder.message
@@ -131,41 +134,50 @@ async def stream_anthropic(
         yield builder.start()
         try:
             async for event in sdk_stream:
-                kind = event.type
+                if not isinstance(event, dict):
+                    continue
+                kind = event.get("type")
                 if kind == "content_block_delta":
-                    entry = blocks.get(event.index)
+                    entry = blocks.get(_of(event.get("index"), int, -1))
+                    delta = _of(event.get("delta"), dict, _NOTHING)
                     if entry is None:
                         continue
-                    delta = event.delta
-                    delta_kind = delta.type
+                    delta_kind = delta.get("type")
+                    field = _DELTA_FIELDS.get(delta_kind) if isinstance(delta_kind, str) else None
+                    value = _of(delta.get(field or ""), str, None)
+                    if value is None:
+                        continue
                     if delta_kind == "text_delta":
-                        yield builder.text_delta(entry[0], delta.text)
+                        yield builder.text_delta(entry[0], value)
                     elif delta_kind == "input_json_delta":
-                        yield builder.tool_call_delta(entry[0], delta.partial_json)
+                        yield builder.tool_call_delta(entry[0], value)
                     elif delta_kind == "thinking_delta":
-                        yield builder.thinking_delta(entry[0], delta.thinking)
-                    elif delta_kind == "signature_delta":
-                        builder.set_thinking_signature(entry[0], delta.signature, append=True)
+                        yield builder.thinking_delta(entry[0], value)
+                    else:
+                        builder.set_thinking_signature(entry[0], value, append=True)
                 elif kind == "content_block_start":
-                    if event.index in blocks:
-                        continue  # the server repeated the start of a block still open
-                    block = event.content_block
+                    index = _of(event.get("index"), int, None)
+                    block = _of(event.get("content_block"), dict, None)
+                    if index is None or block is None or index in blocks:
+                        continue  # (a repeated start of a block still open is ignored)
                     started = _start_block(builder, block)
                     if started is not None:
-                        blocks[event.index] = (len(message["content"]) - 1, block.type)
+                        blocks[index] = (len(message["content"]) - 1, block["type"])
                         yield started
                 elif kind == "content_block_stop":
-                    entry = blocks.pop(event.index, None)
+                    entry = blocks.pop(_of(event.get("index"), int, -1), None)
                     if entry is not None:
                         yield _end_block(builder, *entry)
                 elif kind == "message_start":
-                    start = event.message
-                    if getattr(start, "id", None):
-                        message["responseId"] = start.id
-                    _apply_usage(model, usage, getattr(start, "usage", None), initial=True)
+                    start = _of(event.get("message"), dict, _NOTHING)
+                    response_id = _of(start.get("id"), str, None)
+                    if response_id:
+                        message["responseId"] = response_id
+                    _apply_usage(model, usage, start.get("usage"), initial=True)
                 elif kind == "message_delta":
-                    _apply_usage(model, usage, event.usage, initial=False)
-                    reason = getattr(event.delta, "stop_reason", None)
+                    _apply_usage(model, usage, event.get("usage"), initial=False)
+                    delta = _of(event.get("delta"), dict, _NOTHING)
+                    reason = _of(delta.get("stop_reason"), str, None)
                     if reason:
                         stop_reason = reason
         except anthropic.APIStatusError as exc:
@@ -211,20 +223,23 @@ def _finish(builder: AssistantMessageBuilder, stop_reason: str | None) -> Assist
     return builder.done(mapped)
 
 
-def _start_block(builder: AssistantMessageBuilder, block: Any) -> AssistantMessageEvent | None:
-    kind = block.type
+def _start_block(
+    builder: AssistantMessageBuilder, block: dict[str, Any]
+) -> AssistantMessageEvent | None:
+    kind = block.get("type")
     if kind == "text":
         return builder.start_text()
     if kind == "thinking":
         return builder.start_thinking()
     if kind == "redacted_thinking":
-        event = builder.start_thinking(getattr(block, "data", None) or "", redacted=True)
+        event = builder.start_thinking(_of(block.get("data"), str, ""), redacted=True)
         thinking: Any = builder.message["content"][-1]
         thinking["thinking"] = REDACTED_THINKING_TEXT
         return event
     if kind == "tool_use":
-        event = builder.start_tool_call(block.id, block.name)
-        initial = getattr(block, "input", None)
+        call_id, name = _of(block.get("id"), str, ""), _of(block.get("name"), str, "")
+        event = builder.start_tool_call(call_id, name)
+        initial = block.get("input")
         if isinstance(initial, dict) and initial:  # a proxy that sends the whole input up front
             call: Any = builder.message["content"][-1]
             call["arguments"] = initial
@@ -263,7 +278,7 @@ def _apply_usage(model: Model, usage: Usage, raw: Any, *, initial: bool) -> None
         ("cacheRead", "cache_read_input_tokens"),
         ("cacheWrite", "cache_creation_input_tokens"),
     ):
-        value = getattr(raw, attr, None)
+        value = raw.get(attr) if isinstance(raw, dict) else None
         if value is not None:
             usage[key] = token_count(value)  # type: ignore[literal-required]
         elif initial:
@@ -272,6 +287,21 @@ def _apply_usage(model: Model, usage: Usage, raw: Any, *, initial: bool) -> None
         usage["input"] + usage["output"] + usage["cacheRead"] + usage["cacheWrite"]
     )
     calculate_cost(model, usage)  # kept current so an aborted turn still reports its cost
+
+
+_NOTHING: dict[str, Any] = {}
+_DELTA_FIELDS = {
+    "text_delta": "text",
+    "input_json_delta": "partial_json",
+    "thinking_delta": "thinking",
+    "signature_delta": "signature",
+}
+"""The field holding each delta kind's text."""
+
+
+def _of(value: Any, kind: type, default: Any) -> Any:
+    """`value` when it is a `kind` (a bool is no int), else `default`."""
+    return value if isinstance(value, kind) and not isinstance(value, bool) else default
 
 
 def _stream_error_text(exc: anthropic.APIStatusError) -> str:
