@@ -80,3 +80,9 @@ def _response_text(exc: BaseException) -> str:
     if len(text) > _BODY_LIMIT:
         text = text[:_BODY_LIMIT] + "…"
     return text
+
+
+def typed(value: Any, kind: type, default: Any = None) -> Any:
+    """`value` when it is a `kind` (a bool is no int), else `default`: a field a server sent
+    with another type than its API's counts as missing."""
+    return value if isinstance(value, kind) and not isinstance(value, bool) else default

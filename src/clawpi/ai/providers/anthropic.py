@@ -19,7 +19,7 @@ import orjson
 
 from clawpi.ai.builder import AssistantMessageBuilder
 from clawpi.ai.models import Model, calculate_cost, token_count
-from clawpi.ai.providers._common import describe_sdk_error, shared_client
+from clawpi.ai.providers._common import describe_sdk_error, shared_client, typed
 from clawpi.ai.providers.anthropic_convert import (
     DEFAULT_BASE_URL,
     beta_features,
@@ -138,13 +138,13 @@ async def stream_anthropic(
                     continue
                 kind = event.get("type")
                 if kind == "content_block_delta":
-                    entry = blocks.get(_of(event.get("index"), int, -1))
-                    delta = _of(event.get("delta"), dict, _NOTHING)
+                    entry = blocks.get(typed(event.get("index"), int, -1))
+                    delta = typed(event.get("delta"), dict, _NOTHING)
                     if entry is None:
                         continue
                     delta_kind = delta.get("type")
                     field = _DELTA_FIELDS.get(delta_kind) if isinstance(delta_kind, str) else None
-                    value = _of(delta.get(field or ""), str, None)
+                    value = typed(delta.get(field or ""), str, None)
                     if value is None:
                         continue
                     if delta_kind == "text_delta":
@@ -156,8 +156,8 @@ async def stream_anthropic(
                     else:
                         builder.set_thinking_signature(entry[0], value, append=True)
                 elif kind == "content_block_start":
-                    index = _of(event.get("index"), int, None)
-                    block = _of(event.get("content_block"), dict, None)
+                    index = typed(event.get("index"), int, None)
+                    block = typed(event.get("content_block"), dict, None)
                     if index is None or block is None or index in blocks:
                         continue  # (a repeated start of a block still open is ignored)
                     started = _start_block(builder, block)
@@ -165,19 +165,19 @@ async def stream_anthropic(
                         blocks[index] = (len(message["content"]) - 1, block["type"])
                         yield started
                 elif kind == "content_block_stop":
-                    entry = blocks.pop(_of(event.get("index"), int, -1), None)
+                    entry = blocks.pop(typed(event.get("index"), int, -1), None)
                     if entry is not None:
                         yield _end_block(builder, *entry)
                 elif kind == "message_start":
-                    start = _of(event.get("message"), dict, _NOTHING)
-                    response_id = _of(start.get("id"), str, None)
+                    start = typed(event.get("message"), dict, _NOTHING)
+                    response_id = typed(start.get("id"), str, None)
                     if response_id:
                         message["responseId"] = response_id
                     _apply_usage(model, usage, start.get("usage"), initial=True)
                 elif kind == "message_delta":
                     _apply_usage(model, usage, event.get("usage"), initial=False)
-                    delta = _of(event.get("delta"), dict, _NOTHING)
-                    reason = _of(delta.get("stop_reason"), str, None)
+                    delta = typed(event.get("delta"), dict, _NOTHING)
+                    reason = typed(delta.get("stop_reason"), str, None)
                     if reason:
                         stop_reason = reason
         except anthropic.APIStatusError as exc:
@@ -232,12 +232,12 @@ def _start_block(
     if kind == "thinking":
         return builder.start_thinking()
     if kind == "redacted_thinking":
-        event = builder.start_thinking(_of(block.get("data"), str, ""), redacted=True)
+        event = builder.start_thinking(typed(block.get("data"), str, ""), redacted=True)
         thinking: Any = builder.message["content"][-1]
         thinking["thinking"] = REDACTED_THINKING_TEXT
         return event
     if kind == "tool_use":
-        call_id, name = _of(block.get("id"), str, ""), _of(block.get("name"), str, "")
+        call_id, name = typed(block.get("id"), str, ""), typed(block.get("name"), str, "")
         event = builder.start_tool_call(call_id, name)
         initial = block.get("input")
         if isinstance(initial, dict) and initial:  # a proxy that sends the whole input up front
@@ -297,11 +297,6 @@ _DELTA_FIELDS = {
     "signature_delta": "signature",
 }
 """The field holding each delta kind's text."""
-
-
-def _of(value: Any, kind: type, default: Any) -> Any:
-    """`value` when it is a `kind` (a bool is no int), else `default`."""
-    return value if isinstance(value, kind) and not isinstance(value, bool) else default
 
 
 def _stream_error_text(exc: anthropic.APIStatusError) -> str:

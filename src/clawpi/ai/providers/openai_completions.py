@@ -23,7 +23,7 @@ import orjson
 
 from clawpi.ai.builder import AssistantMessageBuilder
 from clawpi.ai.models import Model, token_count
-from clawpi.ai.providers._common import describe_sdk_error, shared_client
+from clawpi.ai.providers._common import describe_sdk_error, shared_client, typed
 from clawpi.ai.providers.openai_compat import resolve_compat
 from clawpi.ai.providers.openai_completions_convert import REASONING_FIELDS, build_request
 from clawpi.ai.stream import (
@@ -275,13 +275,13 @@ class _ChunkReader:
 
     def _tool_fragment(self, call: dict[str, Any]) -> Iterator[AssistantMessageEvent]:
         builder = self.builder
-        key = _of_type(call.get("index"), int)
-        call_id = _of_type(call.get("id"), str)
+        key = typed(call.get("index"), int)
+        call_id = typed(call.get("id"), str)
         function = call.get("function")
         if not isinstance(function, dict):
             function = {}
-        name = _of_type(function.get("name"), str)
-        arguments = _of_type(function.get("arguments"), str)
+        name = typed(function.get("name"), str)
+        arguments = typed(function.get("arguments"), str)
         if key is None and call_id is None and name is None and arguments is None:
             return  # nothing usable in it: not a call of its own
         block: Any = builder.message["content"][self.index] if self.kind == "tool" else None
@@ -369,11 +369,6 @@ class _ChunkReader:
         if reason == "content_filter":
             return builder.error("The provider's content filter stopped the response")
         return builder.error(f"Unhandled stop reason: {reason}")
-
-
-def _of_type(value: Any, kind: type) -> Any:
-    """`value` when it is a `kind`, else None (a field of the wrong type counts as missing)."""
-    return value if isinstance(value, kind) and not isinstance(value, bool) else None
 
 
 def _field(obj: Any, name: str) -> Any:
