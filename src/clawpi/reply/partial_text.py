@@ -79,7 +79,7 @@ class PartialReplyText:
         if not delta:
             return
         start = len(self._open)
-        self._open = _extended(self, "_open", delta)
+        self._open += delta
         if not self._hint:
             self._hint = _has_hint(self._open, max(0, start - len("media:") + 1))
         if "\n" in delta:
@@ -121,10 +121,10 @@ class PartialReplyText:
         fence = fence_after(settled, self._fence)
         if part.text != settled and fence_after(part.text, self._fence) != fence:
             return  # a directive glued to a fence line: it opens or closes only once taken out
-        self._clean = _extended(self, "_clean", part.text)
+        self._clean += part.text
         if self._tidy is not None:
             piece = self._meet(self._tidied_part(part.text))
-            self._tidy = _extended(self, "_tidy", piece)
+            self._tidy += piece
             kept = len(piece.rstrip("\n"))
             self._tidy_newlines = len(piece) - kept if kept else self._tidy_newlines + len(piece)
         self._growth += part.growth
@@ -191,15 +191,6 @@ def _has_hint(text: str, start: int) -> bool:
     if text.find("a:", start) < 0 and text.find("A:", start) < 0:
         return False
     return "media:" in text[start:].lower()
-
-
-def _extended(owner: PartialReplyText, name: str, more: str) -> str:
-    """`getattr(owner, name) + more`, grown in place where CPython can: with the attribute
-    cleared first the string has one reference left, so a long answer is not copied per delta."""
-    text: str = getattr(owner, name)
-    setattr(owner, name, "")
-    text += more
-    return text
 
 
 def _trailing_newlines(text: str) -> int:
