@@ -120,27 +120,21 @@ class StreamingJsonParser:
         end = len(text)
         stack = self._stack
         while pos < end:
+            if self._escaped:  # the character after a backslash in a string is never special
+                self._escaped = False
+                pos += 1
+                continue
+            found = (_IN_STRING if self._in_string else _STRUCTURE).search(text, pos)
+            if found is None:
+                return
+            pos = found.start()
+            char = text[pos]
             if self._in_string:
-                if self._escaped:
-                    self._escaped = False
-                    pos += 1
-                    continue
-                stop = _IN_STRING.search(text, pos)
-                if stop is None:
-                    return
-                pos = stop.start()
-                if text[pos] == "\\":
+                if char == "\\":
                     self._escaped = True
                 else:
                     self._in_string = False
-                pos += 1
-                continue
-            mark = _STRUCTURE.search(text, pos)
-            if mark is None:
-                return
-            pos = mark.start()
-            char = text[pos]
-            if char == '"':
+            elif char == '"':
                 self._in_string = True
                 self._string_start = pos
             elif char in "{[":
